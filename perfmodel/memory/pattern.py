@@ -1,0 +1,196 @@
+"""Access descriptions: index expressions of thread, block and loop indices -> per-warp addresses.
+
+A kernel describes each memory instruction once (`Access`); `analyse` enumerates every warp of
+every block and loop iteration that the expression can tell apart, and multiplies by the
+iterations it cannot (names the expression does not read). Past a row budget it samples the
+distinguishable rows uniformly and scales, and says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Literal
+
+import numpy as np
+
+from ..errors import AccessError
+from .banks import shared_access
+from .coalescing import global_access
+from .expr import Expr, substitute
+from .lanes import WARP
+
+BLOCK_VARS = ("bx", "by", "bz")
+
+
+@dataclass(frozen=True)
+class Access:
+    """One memory instruction of a kernel, as its source code indexes the array."""
+
+    name: str
+    space: Literal["global", "shared"]
+    index: str  # element index
+    elem_bytes: int = 4
+    width_bytes: int = 0  # bytes per lane; 0 = elem_bytes
+    store: bool = False
+    cond: str = ""  # predicate: lanes where it is false are inactive
+    loops: tuple[str, ...] = ()  # loops (of the launch) around this instruction
+    base_bytes: int = 0  # byte offset of the array in its space
+    array: str = ""
+
+    @property
+    def width(self) -> int:
+        return self.width_bytes or self.elem_bytes
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Geometry and constants that bind an access description to one launch."""
+
+    block: tuple[int, int, int]
+    grid: tuple[int, int, int]
+    loops: Mapping[str, int] = field(default_factory=dict)  # trip counts
+    params: Mapping[str, int] = field(default_factory=dict)
+    defs: Mapping[str, str] = field(default_factory=dict)  # named sub-expressions
+
+    @property
+    def threads_per_block(self) -> int:
+        return math.prod(self.block)
+
+    @property
+    def warps_per_block(self) -> int:
+        return -(-self.threads_per_block // WARP)
+
+    @property
+    def blocks(self) -> int:
+        return math.prod(self.grid)
+
+    def constants(self) -> dict[str, int]:
+        env = dict(self.params)
+        env.update(bdx=self.block[0], bdy=self.block[1], bdz=self.block[2],
+                   gdx=self.grid[0], gdy=self.grid[1], gdz=self.grid[2])
+        return env
+
+
+@dataclass(frozen=True)
+class AccessCount:
+    """Totals of one access over a launch (what ncu's L1TEX counters report)."""
+
+    name: str
+    space: str
+    store: bool
+    width_bytes: int
+    requests: int  # warp-level instructions with an active lane
+    sectors: int = 0
+    lines: int = 0
+    bytes_requested: int = 0
+    wavefronts: int = 0
+    ideal_wavefronts: int = 0
+    max_ways: int = 0
+    sampled_fraction: float = 1.0  # < 1: estimated from a uniform sample of the rows
+
+    @property
+    def bytes_moved(self) -> int:
+        return self.sectors * 32
+
+    @property
+    def efficiency(self) -> float:
+        return self.bytes_requested / self.bytes_moved if self.sectors else 1.0
+
+
+class _Bound:
+    """An access with its expressions inlined and checked against one launch."""
+
+    def __init__(self, access: Access, launch: Launch) -> None:
+        self.access, self.launch = access, launch
+        self.index = Expr(substitute(access.index, launch.defs))
+        self.cond = Expr(substitute(access.cond, launch.defs)) if access.cond else None
+        unknown = [lp for lp in access.loops if lp not in launch.loops]
+        if unknown:
+            raise AccessError(f"{access.name}: loop(s) {unknown} have no trip count in the launch")
+
+    @cached_property
+    def names(self) -> frozenset[str]:
+        return self.index.names | (self.cond.names if self.cond else frozenset())
+
+    def variables(self) -> tuple[list[tuple[str, int]], int]:
+        """(distinguishing variables and their counts, multiplicity of the rest)."""
+        counts = dict(zip(BLOCK_VARS, self.launch.grid, strict=True))
+        counts.update({lp: self.launch.loops[lp] for lp in self.access.loops})
+        used = [(v, n) for v, n in counts.items() if v in self.names]
+        rest = math.prod(n for v, n in counts.items() if v not in self.names)
+        return used, rest
+
+    def addresses(self, values: Mapping[str, np.ndarray]) -> np.ndarray:
+        """(rows, warps, 32) byte addresses; rows follow the arrays in `values`."""
+        bx, by, bz = self.launch.block
+        tid = np.arange(self.launch.warps_per_block * WARP)
+        tx, ty, tz = tid % bx, (tid // bx) % by, tid // (bx * by)
+        env: dict[str, object] = self.launch.constants()
+        env.update(tx=tx, ty=ty, tz=tz, lane=tid % WARP, warp=tid // WARP)
+        for v in BLOCK_VARS:
+            env.setdefault(v, 0)
+        env.update({k: np.asarray(a)[:, None] for k, a in values.items()})
+        idx = np.broadcast_to(self.index.evaluate(env), (max(_rows(values), 1), tid.size))
+        active = tid < self.launch.threads_per_block
+        if self.cond is not None:
+            active = active & self.cond.evaluate(env).astype(bool)
+        addr = self.access.base_bytes + idx.astype(np.int64) * self.access.elem_bytes
+        addr = np.where(np.broadcast_to(active, addr.shape), addr, -1)
+        if np.any(addr[addr != -1] < 0):
+            raise AccessError(f"{self.access.name}: index {self.access.index!r} goes below 0")
+        return addr.reshape(addr.shape[0], self.launch.warps_per_block, WARP)
+
+
+def _rows(values: Mapping[str, np.ndarray]) -> int:
+    return len(next(iter(values.values()))) if values else 1
+
+
+def addresses(access: Access, launch: Launch, **fixed: int) -> np.ndarray:
+    """(warps, 32) byte addresses of one block at fixed block and loop indices (default 0)."""
+    bound = _Bound(access, launch)
+    values = {k: np.array([v]) for k, v in fixed.items()}
+    return bound.addresses(values)[0]
+
+
+def analyse(access: Access, launch: Launch, row_budget: int = 2_000_000,
+            seed: int = 0) -> AccessCount:
+    """Count requests/sectors (global) or wavefronts (shared) of `access` over the launch."""
+    bound = _Bound(access, launch)
+    used, rest = bound.variables()
+    total = math.prod(n for _, n in used)
+    warps = launch.warps_per_block
+    rows_needed = total * warps
+    fraction = 1.0
+    if rows_needed > row_budget:
+        take = max(row_budget // warps, 1)
+        flat = np.random.default_rng(seed).choice(total, size=take, replace=False)
+        fraction = take / total
+    else:
+        flat = np.arange(total)
+    values = {}
+    for name, n in reversed(used):
+        values[name] = flat % n
+        flat = flat // n
+    scale = rest / fraction
+    chunk = max(row_budget // 4 // warps, 1)
+    n_rows = len(next(iter(values.values()))) if values else 1
+    totals = np.zeros(7)
+    max_ways = 0
+    for start in range(0, n_rows, chunk):
+        part = {k: v[start:start + chunk] for k, v in values.items()}
+        rows = bound.addresses(part).reshape(-1, WARP)
+        if access.space == "global":
+            g = global_access(rows, access.width, access.store)
+            totals += (g.requests, g.sectors, g.lines, g.bytes_requested, 0, 0, 0)
+        else:
+            s = shared_access(rows, access.width, access.store)
+            totals += (s.instructions, 0, 0, 0, s.wavefronts, s.ideal_wavefronts, 0)
+            max_ways = max(max_ways, s.max_ways)
+    t = [round(v * scale) for v in totals]
+    return AccessCount(name=access.name, space=access.space, store=access.store,
+                       width_bytes=access.width, requests=t[0], sectors=t[1], lines=t[2],
+                       bytes_requested=t[3], wavefronts=t[4], ideal_wavefronts=t[5],
+                       max_ways=max_ways, sampled_fraction=fraction)
