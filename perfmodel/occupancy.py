@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .devices import DeviceSpec, device as lookup_device
+from .devices import DeviceSpec
+from .devices import device as lookup_device
 from .errors import LimitError, PerfModelError
 
 if TYPE_CHECKING:

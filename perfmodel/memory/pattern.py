@@ -130,7 +130,7 @@ class _Bound:
         tx, ty, tz = tid % bx, (tid // bx) % by, tid // (bx * by)
         env: dict[str, object] = self.launch.constants()
         env.update(tx=tx, ty=ty, tz=tz, lane=tid % WARP, warp=tid // WARP)
-        for v in BLOCK_VARS:
+        for v in (*BLOCK_VARS, *self.launch.loops):  # loops outside this access sit at 0
             env.setdefault(v, 0)
         env.update({k: np.asarray(a)[:, None] for k, a in values.items()})
         idx = np.broadcast_to(self.index.evaluate(env), (max(_rows(values), 1), tid.size))

@@ -1,0 +1,112 @@
+// FP32 matrix multiplication C[M][N] = A[M][K] * B[K][N], every variant correct for any M, N, K.
+// A is row-major. B is row-major, except in the *_colmajor / corner-turning kernels where it
+// is stored column-major: element (k, n) at B[n * K + k].
+#include "common.cuh"
+
+extern "C" __global__ void matmul_naive(const float* __restrict__ A, const float* __restrict__ B,
+                                        float* __restrict__ C, int M, int N, int K) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float s = 0.f;
+        for (int k = 0; k < K; ++k) s += A[(size_t)row * K + k] * B[(size_t)k * N + col];
+        C[(size_t)row * N + col] = s;
+    }
+}
+
+// The uncoalesced pattern: adjacent threads (col) read B[col * K + k], K floats apart.
+extern "C" __global__ void matmul_naive_colmajor_b(const float* __restrict__ A,
+                                                   const float* __restrict__ B,
+                                                   float* __restrict__ C, int M, int N, int K) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float s = 0.f;
+        for (int k = 0; k < K; ++k) s += A[(size_t)row * K + k] * B[(size_t)col * K + k];
+        C[(size_t)row * N + col] = s;
+    }
+}
+
+template <int T>
+__device__ void tiled(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                      int M, int N, int K) {
+    __shared__ float As[T][T];
+    __shared__ float Bs[T][T];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
+    float s = 0.f;
+    for (int ph = 0; ph < (K + T - 1) / T; ++ph) {
+        int ka = ph * T + tx, kb = ph * T + ty;
+        As[ty][tx] = (row < M && ka < K) ? A[(size_t)row * K + ka] : 0.f;
+        Bs[ty][tx] = (kb < K && col < N) ? B[(size_t)kb * N + col] : 0.f;
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < T; ++kk) s += As[ty][kk] * Bs[kk][tx];
+        __syncthreads();
+    }
+    if (row < M && col < N) C[(size_t)row * N + col] = s;
+}
+
+// Corner turning: B is column-major. Threads load it with tx along k (coalesced) into
+// Bs[n_local][k_local]; the product then reads Bs[tx][kk], a stride of T + PAD words.
+template <int T, int PAD>
+__device__ void corner_turning(const float* __restrict__ A, const float* __restrict__ B,
+                               float* __restrict__ C, int M, int N, int K) {
+    __shared__ float As[T][T];
+    __shared__ float Bs[T][T + PAD];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
+    int bcol = blockIdx.x * T + ty;
+    float s = 0.f;
+    for (int ph = 0; ph < (K + T - 1) / T; ++ph) {
+        int k = ph * T + tx;
+        As[ty][tx] = (row < M && k < K) ? A[(size_t)row * K + k] : 0.f;
+        Bs[ty][tx] = (bcol < N && k < K) ? B[(size_t)bcol * K + k] : 0.f;
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < T; ++kk) s += As[ty][kk] * Bs[tx][kk];
+        __syncthreads();
+    }
+    if (row < M && col < N) C[(size_t)row * N + col] = s;
+}
+
+// Thread coarsening: one block computes CF output tiles side by side, loading each A tile once.
+template <int T, int CF>
+__device__ void coarsened(const float* __restrict__ A, const float* __restrict__ B,
+                          float* __restrict__ C, int M, int N, int K) {
+    __shared__ float As[T][T];
+    __shared__ float Bs[T][T];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * T + ty, col0 = blockIdx.x * T * CF + tx;
+    float s[CF];
+#pragma unroll
+    for (int c = 0; c < CF; ++c) s[c] = 0.f;
+    for (int ph = 0; ph < (K + T - 1) / T; ++ph) {
+        int ka = ph * T + tx, kb = ph * T + ty;
+        As[ty][tx] = (row < M && ka < K) ? A[(size_t)row * K + ka] : 0.f;
+#pragma unroll
+        for (int c = 0; c < CF; ++c) {
+            int col = col0 + c * T;
+            Bs[ty][tx] = (kb < K && col < N) ? B[(size_t)kb * N + col] : 0.f;
+            __syncthreads();
+#pragma unroll
+            for (int kk = 0; kk < T; ++kk) s[c] += As[ty][kk] * Bs[kk][tx];
+            __syncthreads();
+        }
+    }
+#pragma unroll
+    for (int c = 0; c < CF; ++c) {
+        int col = col0 + c * T;
+        if (row < M && col < N) C[(size_t)row * N + col] = s[c];
+    }
+}
+
+#define MM_ARGS const float *A, const float *B, float *C, int M, int N, int K
+extern "C" __global__ void matmul_tiled_16(MM_ARGS) { tiled<16>(A, B, C, M, N, K); }
+extern "C" __global__ void matmul_tiled_32(MM_ARGS) { tiled<32>(A, B, C, M, N, K); }
+extern "C" __global__ void matmul_corner_turning_16_0(MM_ARGS) { corner_turning<16, 0>(A, B, C, M, N, K); }
+extern "C" __global__ void matmul_corner_turning_16_1(MM_ARGS) { corner_turning<16, 1>(A, B, C, M, N, K); }
+extern "C" __global__ void matmul_corner_turning_32_0(MM_ARGS) { corner_turning<32, 0>(A, B, C, M, N, K); }
+extern "C" __global__ void matmul_corner_turning_32_1(MM_ARGS) { corner_turning<32, 1>(A, B, C, M, N, K); }
+extern "C" __global__ void matmul_coarsened_32_1(MM_ARGS) { coarsened<32, 1>(A, B, C, M, N, K); }
+extern "C" __global__ void matmul_coarsened_32_2(MM_ARGS) { coarsened<32, 2>(A, B, C, M, N, K); }
+extern "C" __global__ void matmul_coarsened_32_4(MM_ARGS) { coarsened<32, 4>(A, B, C, M, N, K); }
+extern "C" __global__ void matmul_coarsened_32_8(MM_ARGS) { coarsened<32, 8>(A, B, C, M, N, K); }

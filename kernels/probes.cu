@@ -1,0 +1,121 @@
+// Latency and ceiling probes: pointer chase per cache operator, shared-memory chase, DRAM copy
+// and read, L2-resident read, shared-memory bandwidth, FP32 FMA peak, vector add for streams.
+#include "common.cuh"
+
+// One thread follows next[] for warm steps, then times `steps` dependent loads with clock64.
+#define CHASE(OP)                                                                                   \
+    extern "C" __global__ void chase_##OP(const unsigned* __restrict__ next, int warm, int steps,  \
+                                          unsigned long long* cycles, unsigned* sink) {            \
+        unsigned j = 0;                                                                             \
+        for (int s = 0; s < warm; ++s)                                                              \
+            asm volatile("ld.global." #OP ".u32 %0, [%1];" : "=r"(j) : "l"(next + j) : "memory");  \
+        long long t0 = clock64();                                                                   \
+        for (int s = 0; s < steps; ++s)                                                             \
+            asm volatile("ld.global." #OP ".u32 %0, [%1];" : "=r"(j) : "l"(next + j) : "memory");  \
+        long long t1 = clock64();                                                                   \
+        cycles[0] = (unsigned long long)(t1 - t0);                                                  \
+        sink[0] = j;                                                                                \
+    }
+CHASE(ca)
+CHASE(cg)
+CHASE(cv)
+
+extern "C" __global__ void chase_shared(const unsigned* __restrict__ init, int n, int steps,
+                                        unsigned long long* cycles, unsigned* sink) {
+    __shared__ unsigned s[4096];
+    for (int i = 0; i < n; ++i) s[i] = init[i];
+    __syncthreads();
+    volatile unsigned* vs = s;
+    unsigned j = 0;
+    long long t0 = clock64();
+    for (int k = 0; k < steps; ++k) j = vs[j];
+    long long t1 = clock64();
+    cycles[0] = (unsigned long long)(t1 - t0);
+    sink[0] = j;
+}
+
+extern "C" __global__ void copy_f1(const float* __restrict__ in, float* __restrict__ out, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = in[i];
+}
+
+extern "C" __global__ void copy_f4(const float4* __restrict__ in, float4* __restrict__ out, size_t n4) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n4; i += (size_t)gridDim.x * blockDim.x)
+        out[i] = in[i];
+}
+
+extern "C" __global__ void read_f1(const float* __restrict__ in, float* __restrict__ out, size_t n) {
+    float acc = 0.f;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        acc += in[i];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
+// Read-only stream with UNROLL independent 16-byte loads in flight per thread.
+extern "C" __global__ void read_f4(const float4* __restrict__ in, float* __restrict__ out, size_t n4) {
+    constexpr int UNROLL = 4;
+    float acc = 0.f;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (; i + (UNROLL - 1) * stride < n4; i += UNROLL * stride) {
+        float4 v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) v[u] = in[i + u * stride];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) acc += sum_of(v[u]);
+    }
+    for (; i < n4; i += stride) acc += sum_of(in[i]);
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
+// L2-resident read: `passes` sweeps over a buffer smaller than L2, bypassing L1 (ld.global.cg).
+extern "C" __global__ void read_l2(const float4* __restrict__ in, float* __restrict__ out, size_t n4, int passes) {
+    float acc = 0.f;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (int p = 0; p < passes; ++p) {
+        size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+        for (; i + 3 * stride < n4; i += 4 * stride) {
+            float4 a = __ldcg(in + i), b = __ldcg(in + i + stride), c = __ldcg(in + i + 2 * stride),
+                   d = __ldcg(in + i + 3 * stride);
+            acc += sum_of(a) + sum_of(b) + sum_of(c) + sum_of(d);
+        }
+        for (; i < n4; i += stride) acc += sum_of(__ldcg(in + i));
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
+// Shared-memory bandwidth: conflict-free 16-byte reads, `iters` per thread.
+extern "C" __global__ void smem_bw(float* __restrict__ out, int iters, int zero) {
+    __shared__ float4 s[1024];
+    for (int i = threadIdx.x; i < 1024; i += blockDim.x) s[i] = splat<float4>((float)i);
+    __syncthreads();
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    int j = threadIdx.x;
+    for (int it = 0; it < iters; ++it) {
+        float4 v = s[(j + (it & zero)) & 1023];
+        acc.x += v.x; acc.y += v.y; acc.z += v.z; acc.w += v.w;
+        j += 32 * (1 + (it & zero));
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = sum_of(acc);
+}
+
+// FP32 FMA peak: 8 independent chains per thread, 2 FLOPs per FMA.
+extern "C" __global__ void fma_peak(float* __restrict__ out, int iters, float a, float b) {
+    float x[8];
+#pragma unroll
+    for (int c = 0; c < 8; ++c) x[c] = threadIdx.x + c;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int c = 0; c < 8; ++c) x[c] = fmaf(x[c], a, b);
+    }
+    float s = 0.f;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) s += x[c];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+extern "C" __global__ void vadd(const float* __restrict__ a, const float* __restrict__ b,
+                                float* __restrict__ c, size_t n) {
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        c[i] = a[i] + b[i];
+}

@@ -1,0 +1,49 @@
+// FP32 transpose: out[cols][rows] = in[rows][cols]^T, correct for any rows, cols.
+#include "common.cuh"
+
+// One element per thread; reads coalesced, writes `rows` floats apart.
+extern "C" __global__ void transpose_naive(const float* __restrict__ in, float* __restrict__ out,
+                                           int rows, int cols) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x < cols && y < rows) out[(size_t)x * rows + y] = in[(size_t)y * cols + x];
+}
+
+// TILE x TILE threads, one element each, through tile[TILE][TILE + PAD].
+template <int TILE, int PAD>
+__device__ void transpose_smem(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+    __shared__ float tile[TILE][TILE + PAD];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int x = blockIdx.x * TILE + tx, y = blockIdx.y * TILE + ty;
+    if (x < cols && y < rows) tile[ty][tx] = in[(size_t)y * cols + x];
+    __syncthreads();
+    int ox = blockIdx.y * TILE + tx, oy = blockIdx.x * TILE + ty;  // out[oy][ox]
+    if (ox < rows && oy < cols) out[(size_t)oy * rows + ox] = tile[tx][ty];
+}
+
+// TILE x 8 threads, TILE/8 elements per thread.
+template <int TILE, int PAD>
+__device__ void transpose_smem_rows(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
+    __shared__ float tile[TILE][TILE + PAD];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int x = blockIdx.x * TILE + tx;
+#pragma unroll
+    for (int j = 0; j < TILE; j += 8) {
+        int y = blockIdx.y * TILE + ty + j;
+        if (x < cols && y < rows) tile[ty + j][tx] = in[(size_t)y * cols + x];
+    }
+    __syncthreads();
+    int ox = blockIdx.y * TILE + tx;
+#pragma unroll
+    for (int j = 0; j < TILE; j += 8) {
+        int oy = blockIdx.x * TILE + ty + j;
+        if (ox < rows && oy < cols) out[(size_t)oy * rows + ox] = tile[tx][ty + j];
+    }
+}
+
+#define TR_ARGS const float *in, float *out, int rows, int cols
+extern "C" __global__ void transpose_smem_16_0(TR_ARGS) { transpose_smem<16, 0>(in, out, rows, cols); }
+extern "C" __global__ void transpose_smem_16_1(TR_ARGS) { transpose_smem<16, 1>(in, out, rows, cols); }
+extern "C" __global__ void transpose_smem_32_0(TR_ARGS) { transpose_smem<32, 0>(in, out, rows, cols); }
+extern "C" __global__ void transpose_smem_32_1(TR_ARGS) { transpose_smem<32, 1>(in, out, rows, cols); }
+extern "C" __global__ void transpose_rows_32_0(TR_ARGS) { transpose_smem_rows<32, 0>(in, out, rows, cols); }
+extern "C" __global__ void transpose_rows_32_1(TR_ARGS) { transpose_smem_rows<32, 1>(in, out, rows, cols); }

@@ -1,0 +1,107 @@
+"""Measurements: the tidy table (one row per case x metric x statistic) and its provenance.
+
+Rows are written by the runner on the GPU and read back here for comparison and reports.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import os
+import subprocess
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA_DIR = ROOT / "reports" / "data"
+COLUMNS = ("run_id", "study", "case", "case_id", "params", "metric", "unit", "stat", "value", "source",
+           "device", "driver", "cuda", "pycuda", "sm_clock_mhz", "commit", "utc")
+
+
+@dataclass(frozen=True)
+class Provenance:
+    run_id: str
+    device: str
+    driver: str
+    cuda: str
+    pycuda: str
+    sm_clock_mhz: str
+    commit: str
+    utc: str
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One measured value of one case."""
+
+    study: str
+    case: str
+    case_id: str
+    params: str  # JSON
+    metric: str
+    unit: str
+    stat: str
+    value: float
+    source: str  # events | ncu | driver | compiler | clock64 | check
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
+                             text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return out.stdout.strip() + ("+dirty" if dirty else "") if out.returncode == 0 else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return os.environ.get("PERFMODEL_COMMIT", "unknown")
+
+
+def utc_now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Recorder:
+    """Appends rows to a CSV, flushing each batch; `done` lists case_ids already recorded."""
+
+    def __init__(self, path: Path, provenance: Provenance) -> None:
+        self.path, self.prov = Path(path), provenance
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
+        self.done: set[tuple[str, str]] = set()
+        if not fresh:
+            with self.path.open() as f:
+                for row in csv.DictReader(f):
+                    self.done.add((row["source"], row["case_id"]))
+        self._file = self.path.open("a", newline="")
+        self._writer = csv.DictWriter(self._file, fieldnames=COLUMNS)
+        if fresh:
+            self._writer.writeheader()
+
+    def write(self, rows: Iterable[Measurement]) -> None:
+        prov = asdict(self.prov)
+        for m in rows:
+            self._writer.writerow({**prov, **asdict(m)})
+            self.done.add((m.source, m.case_id))
+        self._file.flush()
+        os.fsync(self._file.fileno())
+
+    def close(self) -> None:
+        self._file.close()
+
+
+def load(device: str = "h200", data_dir: Path | None = None) -> pd.DataFrame:
+    """Every recorded measurement of a device (all CSVs under reports/data/<device>/)."""
+    import pandas as pd
+
+    folder = (data_dir or DATA_DIR) / device
+    files = sorted(folder.glob("*.csv"))
+    frames = [pd.read_csv(f) for f in files if f.stat().st_size]
+    frames = [f for f in frames if set(COLUMNS) <= set(f.columns)]
+    if not frames:
+        return pd.DataFrame(columns=list(COLUMNS))
+    return pd.concat(frames, ignore_index=True)

@@ -1,0 +1,3 @@
+"""Importing this package registers every kernel case."""
+
+from . import matmul, membench, probes, stencil, transpose  # noqa: F401

@@ -1,0 +1,138 @@
+"""FP32 matmul variants (kernels/matmul.cu), all correct for any m, n, k."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...memory import Access, Launch
+from ..registry import KernelCase, Setup, cdiv, f32, register
+
+SIZE = {"m": 1024, "n": 1024, "k": 1024}
+
+
+def _flops(p) -> float:
+    return 2.0 * p["m"] * p["n"] * p["k"]
+
+
+def _compulsory(p) -> tuple[int, int]:
+    return 4 * (p["m"] * p["k"] + p["k"] * p["n"]), 4 * p["m"] * p["n"]
+
+
+def _setup(colmajor_b: bool):
+    def setup(p, rng) -> Setup:
+        m, n, k = p["m"], p["n"], p["k"]
+        a, b = f32(rng, m, k), f32(rng, k, n)
+        b_dev = np.ascontiguousarray(b.T) if colmajor_b else b
+        return Setup({"A": a, "B": b_dev},
+                     lambda: {"C": (a.astype(np.float64) @ b.astype(np.float64)).astype(np.float32)},
+                     ["A", "B", "C", np.int32(m), np.int32(n), np.int32(k)], rtol=1e-4,
+                     outputs={"C": ((m, n), np.float32)})
+    return setup
+
+
+def _c_store(loops: tuple[str, ...] = ()) -> Access:
+    return Access("C store", "global", "row*n + col", store=True, cond="row < m and col < n",
+                  loops=loops, array="C")
+
+
+def _naive_launch(p) -> Launch:
+    return Launch(block=(16, 16, 1), grid=(cdiv(p["n"], 16), cdiv(p["m"], 16), 1),
+                  loops={"kk": p["k"]}, params=dict(p),
+                  defs={"row": "by*16 + ty", "col": "bx*16 + tx"})
+
+
+def _naive_accesses(colmajor: bool):
+    def accesses(p) -> list[Access]:
+        guard = "row < m and col < n"
+        b_index = "col*k + kk" if colmajor else "kk*n + col"
+        return [Access("A load", "global", "row*k + kk", cond=guard, loops=("kk",), array="A"),
+                Access("B load", "global", b_index, cond=guard, loops=("kk",), array="B"),
+                _c_store()]
+    return accesses
+
+
+for _name, _colmajor, _desc in (("naive", False, "one thread per output, A and B row-major"),
+                                ("naive_colmajor_b", True, "B column-major: B[col*k + kk], uncoalesced")):
+    register(KernelCase(
+        name=f"matmul.{_name}", study="matmul", source="matmul.cu", defaults=dict(SIZE),
+        entry=lambda p, _n=_name: f"matmul_{_n}", launch=_naive_launch,
+        accesses=_naive_accesses(_colmajor), flops=_flops, setup=_setup(_colmajor),
+        compulsory_bytes=_compulsory, description=_desc, model="matmul"))
+
+
+def _tiled_launch(p, coarse: int = 1) -> Launch:
+    t = p["tile"]
+    return Launch(block=(t, t, 1), grid=(cdiv(p["n"], t * coarse), cdiv(p["m"], t), 1),
+                  loops={"ph": cdiv(p["k"], t), "kk": t, "c": coarse}, params=dict(p),
+                  defs={"row": "by*tile + ty", "col": f"bx*tile*{coarse} + c*tile + tx",
+                        "bcol": "bx*tile + ty"})
+
+
+def _tiled_accesses(p) -> list[Access]:
+    t4 = p["tile"] ** 2 * 4
+    return [
+        Access("A load", "global", "row*k + ph*tile + tx", cond="row < m and ph*tile + tx < k",
+               loops=("ph",), array="A"),
+        Access("B load", "global", "(ph*tile + ty)*n + col", cond="ph*tile + ty < k and col < n",
+               loops=("ph",), array="B"),
+        Access("As store", "shared", "ty*tile + tx", store=True, loops=("ph",), array="As"),
+        Access("Bs store", "shared", "ty*tile + tx", store=True, loops=("ph",), base_bytes=t4, array="Bs"),
+        Access("As[ty][kk] read", "shared", "ty*tile + kk", loops=("ph", "kk"), array="As"),
+        Access("Bs[kk][tx] read", "shared", "kk*tile + tx", loops=("ph", "kk"), base_bytes=t4, array="Bs"),
+        _c_store()]
+
+
+register(KernelCase(
+    name="matmul.tiled", study="matmul", source="matmul.cu", defaults={**SIZE, "tile": 32},
+    entry=lambda p: f"matmul_tiled_{p['tile']}", launch=_tiled_launch, accesses=_tiled_accesses,
+    flops=_flops, setup=_setup(False), compulsory_bytes=_compulsory, model="matmul",
+    description="shared-memory tiling, TILE x TILE threads"))
+
+
+def _corner_accesses(p) -> list[Access]:
+    t4 = p["tile"] ** 2 * 4
+    return [
+        Access("A load", "global", "row*k + ph*tile + tx", cond="row < m and ph*tile + tx < k",
+               loops=("ph",), array="A"),
+        Access("B load (column-major)", "global", "bcol*k + ph*tile + tx",
+               cond="bcol < n and ph*tile + tx < k", loops=("ph",), array="B"),
+        Access("As store", "shared", "ty*tile + tx", store=True, loops=("ph",), array="As"),
+        Access("Bs[ty][tx] store", "shared", "ty*(tile + pad) + tx", store=True, loops=("ph",),
+               base_bytes=t4, array="Bs"),
+        Access("As[ty][kk] read", "shared", "ty*tile + kk", loops=("ph", "kk"), array="As"),
+        Access("Bs[tx][kk] read", "shared", "tx*(tile + pad) + kk", loops=("ph", "kk"), base_bytes=t4,
+               array="Bs"),
+        _c_store()]
+
+
+register(KernelCase(
+    name="matmul.corner_turning", study="matmul", source="matmul.cu",
+    defaults={**SIZE, "tile": 32, "pad": 0},
+    entry=lambda p: f"matmul_corner_turning_{p['tile']}_{p['pad']}", launch=_tiled_launch,
+    accesses=_corner_accesses, flops=_flops, setup=_setup(True), compulsory_bytes=_compulsory,
+    model="matmul", description="B column-major, loaded coalesced and turned in shared memory"))
+
+
+def _coarse_accesses(p) -> list[Access]:
+    t4 = p["tile"] ** 2 * 4
+    return [
+        Access("A load", "global", "row*k + ph*tile + tx", cond="row < m and ph*tile + tx < k",
+               loops=("ph",), array="A"),
+        Access("As store", "shared", "ty*tile + tx", store=True, loops=("ph",), array="As"),
+        Access("B load", "global", "(ph*tile + ty)*n + col", cond="ph*tile + ty < k and col < n",
+               loops=("ph", "c"), array="B"),
+        Access("Bs store", "shared", "ty*tile + tx", store=True, loops=("ph", "c"), base_bytes=t4,
+               array="Bs"),
+        Access("As[ty][kk] read", "shared", "ty*tile + kk", loops=("ph", "c", "kk"), array="As"),
+        Access("Bs[kk][tx] read", "shared", "kk*tile + tx", loops=("ph", "c", "kk"), base_bytes=t4,
+               array="Bs"),
+        _c_store(("c",))]
+
+
+register(KernelCase(
+    name="matmul.coarsened", study="matmul", source="matmul.cu",
+    defaults={**SIZE, "tile": 32, "coarse": 4},
+    entry=lambda p: f"matmul_coarsened_{p['tile']}_{p['coarse']}",
+    launch=lambda p: _tiled_launch(p, p["coarse"]), accesses=_coarse_accesses, flops=_flops,
+    setup=_setup(False), compulsory_bytes=_compulsory, model="matmul",
+    description="thread coarsening: COARSE output tiles per block share one A tile"))

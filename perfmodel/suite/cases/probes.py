@@ -1,0 +1,128 @@
+"""Ceiling and latency probes (kernels/probes.cu). Their byte and FLOP counts are their models."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...memory import Access, Launch
+from ..registry import KernelCase, Setup, cdiv, f32, register
+
+BLOCK = 256
+GRID_PER_SM = 8  # persistent grid: 8 blocks of 256 threads per SM (full occupancy on the H200)
+SMS = 132
+
+
+def _grid(p) -> int:
+    return p.get("blocks", SMS * GRID_PER_SM)
+
+
+def _stream_launch(p, per_thread: int = 1) -> Launch:
+    threads = _grid(p) * BLOCK
+    return Launch(block=(BLOCK, 1, 1), grid=(_grid(p), 1, 1),
+                  loops={"it": cdiv(p["n"] // per_thread, threads)}, params=dict(p),
+                  defs={"i": "bx*bdx + tx + it*gdx*bdx"})
+
+
+def _vec(p) -> int:
+    return 4 if p["vec"] else 1
+
+
+def _copy_setup(p, rng) -> Setup:
+    a = f32(rng, p["n"])
+    return Setup({"in": a}, {"out": a}, ["in", "out", np.uint64(p["n"] // _vec(p))], rtol=0)
+
+
+def per_thread_sums(a: np.ndarray, threads: int, vec: int) -> np.ndarray:
+    """What each thread of a grid-stride loop over `vec`-wide elements adds up (float64)."""
+    items = a.reshape(-1, vec).astype(np.float64).sum(axis=1)
+    items = np.pad(items, (0, -len(items) % threads))
+    return items.reshape(-1, threads).sum(axis=0)
+
+
+def _read_setup(p, rng) -> Setup:
+    a = f32(rng, p["n"])
+    expected = per_thread_sums(a, _grid(p) * BLOCK, _vec(p)).astype(np.float32)
+    return Setup({"in": a}, {"out": expected}, ["in", "out", np.uint64(p["n"] // _vec(p))], rtol=1e-4)
+
+
+def _stream_accesses(store: bool):
+    def accesses(p) -> list[Access]:
+        v = _vec(p)
+        n = p["n"] // v
+        acc = [Access("in load", "global", "i", elem_bytes=4 * v, cond=f"i < {n}", loops=("it",), array="in")]
+        if store:
+            acc.append(Access("out store", "global", "i", elem_bytes=4 * v, store=True, cond=f"i < {n}",
+                              loops=("it",), array="out"))
+        else:
+            acc.append(Access("partial store", "global", "bx*bdx + tx", store=True, array="out"))
+        return acc
+    return accesses
+
+
+N_BIG = 1 << 27  # 512 MiB of floats: 8.9x the H200's L2
+
+register(KernelCase(
+    name="probe.copy", study="ceilings", source="probes.cu", defaults={"n": N_BIG, "vec": 1},
+    entry=lambda p: "copy_f4" if p["vec"] else "copy_f1",
+    launch=lambda p: _stream_launch(p, _vec(p)), accesses=_stream_accesses(True), setup=_copy_setup,
+    compulsory_bytes=lambda p: (4 * p["n"], 4 * p["n"]), model="stream",
+    description="DRAM copy (grid-stride; vec=1: float4)"))
+
+register(KernelCase(
+    name="probe.read", study="ceilings", source="probes.cu",
+    defaults={"n": N_BIG, "vec": 1, "blocks": SMS * GRID_PER_SM, "smem_per_block": 0},
+    entry=lambda p: "read_f4" if p["vec"] else "read_f1",
+    launch=lambda p: _stream_launch(p, _vec(p)), accesses=_stream_accesses(False), setup=_read_setup,
+    dynamic_smem=lambda p: p["smem_per_block"],
+    compulsory_bytes=lambda p: (4 * p["n"], 4 * _grid(p) * BLOCK), model="stream",
+    description="DRAM read-only stream; smem_per_block caps resident blocks (latency hiding)"))
+
+
+def _l2_setup(p, rng) -> Setup:
+    a = f32(rng, p["n"])
+    expected = (per_thread_sums(a, _grid(p) * BLOCK, 4) * p["passes"]).astype(np.float32)
+    return Setup({"in": a}, {"out": expected}, ["in", "out", np.uint64(p["n"] // 4), np.int32(p["passes"])],
+                 rtol=1e-4)
+
+
+register(KernelCase(
+    name="probe.l2_read", study="ceilings", source="probes.cu",
+    defaults={"n": 8 << 20, "passes": 20},
+    entry=lambda p: "read_l2",
+    launch=lambda p: _stream_launch({**p, "vec": 1}, 4), accesses=lambda p: [],
+    setup=_l2_setup, compulsory_bytes=lambda p: (4 * p["n"], 0), model="l2",
+    description="passes over a 32 MiB buffer with ld.global.cg: L2 bandwidth"))
+
+
+def _smem_setup(p, rng) -> Setup:
+    tid = np.arange(BLOCK)
+    idx = (tid[:, None] + 32 * np.arange(p["iters"])[None, :]) & 1023
+    per_thread = (4.0 * idx + 6.0).sum(axis=1)
+    expected = np.tile(per_thread, SMS * GRID_PER_SM).astype(np.float32)
+    return Setup({}, {"out": expected}, ["out", np.int32(p["iters"]), np.int32(0)], rtol=1e-3)
+
+
+register(KernelCase(
+    name="probe.smem_bw", study="ceilings", source="probes.cu", defaults={"iters": 4096},
+    entry=lambda p: "smem_bw",
+    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(SMS * GRID_PER_SM, 1, 1), loops={"it": p["iters"]},
+                            params=dict(p)),
+    accesses=lambda p: [Access("float4 read", "shared", "(tx + 32*it) % 1024", elem_bytes=16, loops=("it",),
+                               array="s")],
+    setup=_smem_setup, model="smem", description="conflict-free 16-byte shared-memory reads"))
+
+
+def _fma_setup(p, rng) -> Setup:
+    a, b, n = np.float64(0.999), np.float64(0.001), p["iters"]
+    x0 = np.arange(BLOCK)[:, None] + np.arange(8)[None, :]
+    xn = a**n * x0 + b * (1 - a**n) / (1 - a)
+    expected = np.tile(xn.sum(axis=1), SMS * GRID_PER_SM).astype(np.float32)
+    return Setup({}, {"out": expected}, ["out", np.int32(n), np.float32(a), np.float32(b)], rtol=2e-3)
+
+
+register(KernelCase(
+    name="probe.fma", study="ceilings", source="probes.cu", defaults={"iters": 1 << 16},
+    entry=lambda p: "fma_peak",
+    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(SMS * GRID_PER_SM, 1, 1), params=dict(p)),
+    accesses=lambda p: [], flops=lambda p: 2.0 * 8 * p["iters"] * SMS * GRID_PER_SM * BLOCK,
+    setup=_fma_setup, model="fp32", description="8 independent FMA chains per thread"))

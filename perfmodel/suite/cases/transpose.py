@@ -1,0 +1,74 @@
+"""FP32 transpose variants (kernels/transpose.cu), correct for any rows, cols."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...memory import Access, Launch
+from ..registry import KernelCase, Setup, cdiv, f32, register
+
+SIZE = {"rows": 4096, "cols": 4096}
+
+
+def _setup(p, rng) -> Setup:
+    a = f32(rng, p["rows"], p["cols"])
+    return Setup({"in": a}, {"out": np.ascontiguousarray(a.T)},
+                 ["in", "out", np.int32(p["rows"]), np.int32(p["cols"])], rtol=0)
+
+
+def _bytes(p) -> tuple[int, int]:
+    return 4 * p["rows"] * p["cols"], 4 * p["rows"] * p["cols"]
+
+
+register(KernelCase(
+    name="transpose.naive", study="transpose", source="transpose.cu", defaults=dict(SIZE),
+    entry=lambda p: "transpose_naive",
+    launch=lambda p: Launch(block=(32, 8, 1), grid=(cdiv(p["cols"], 32), cdiv(p["rows"], 8), 1),
+                            params=dict(p), defs={"x": "bx*32 + tx", "y": "by*8 + ty"}),
+    accesses=lambda p: [
+        Access("in load", "global", "y*cols + x", cond="x < cols and y < rows", array="in"),
+        Access("out store", "global", "x*rows + y", store=True, cond="x < cols and y < rows", array="out")],
+    setup=_setup, compulsory_bytes=_bytes, model="stream",
+    description="one element per thread; stores rows floats apart"))
+
+
+def _smem_launch(p) -> Launch:
+    t = p["tile"]
+    return Launch(block=(t, t, 1), grid=(cdiv(p["cols"], t), cdiv(p["rows"], t), 1), params=dict(p),
+                  defs={"x": "bx*tile + tx", "y": "by*tile + ty", "ox": "by*tile + tx", "oy": "bx*tile + ty"})
+
+
+register(KernelCase(
+    name="transpose.smem", study="transpose", source="transpose.cu",
+    defaults={**SIZE, "tile": 32, "pad": 1},
+    entry=lambda p: f"transpose_smem_{p['tile']}_{p['pad']}", launch=_smem_launch,
+    accesses=lambda p: [
+        Access("in load", "global", "y*cols + x", cond="x < cols and y < rows", array="in"),
+        Access("tile[ty][tx] store", "shared", "ty*(tile + pad) + tx", store=True,
+               cond="x < cols and y < rows", array="tile"),
+        Access("tile[tx][ty] read", "shared", "tx*(tile + pad) + ty", cond="ox < rows and oy < cols",
+               array="tile"),
+        Access("out store", "global", "oy*rows + ox", store=True, cond="ox < rows and oy < cols",
+               array="out")],
+    setup=_setup, compulsory_bytes=_bytes, model="stream",
+    description="TILE x TILE threads through tile[TILE][TILE+pad]"))
+
+
+register(KernelCase(
+    name="transpose.rows", study="transpose", source="transpose.cu",
+    defaults={**SIZE, "pad": 1},
+    entry=lambda p: f"transpose_rows_32_{p['pad']}",
+    launch=lambda p: Launch(block=(32, 8, 1), grid=(cdiv(p["cols"], 32), cdiv(p["rows"], 32), 1),
+                            loops={"j": 4}, params=dict(p),
+                            defs={"x": "bx*32 + tx", "y": "by*32 + ty + j*8", "ox": "by*32 + tx",
+                                  "oy": "bx*32 + ty + j*8"}),
+    accesses=lambda p: [
+        Access("in load", "global", "y*cols + x", cond="x < cols and y < rows", loops=("j",), array="in"),
+        Access("tile store", "shared", "(ty + j*8)*(32 + pad) + tx", store=True,
+               cond="x < cols and y < rows", loops=("j",), array="tile"),
+        Access("tile read", "shared", "tx*(32 + pad) + ty + j*8", cond="ox < rows and oy < cols",
+               loops=("j",), array="tile"),
+        Access("out store", "global", "oy*rows + ox", store=True, cond="ox < rows and oy < cols",
+               loops=("j",), array="out")],
+    setup=_setup, compulsory_bytes=_bytes, model="stream",
+    description="32 x 8 threads, 4 elements per thread, tile[32][32+pad]"))

@@ -1,0 +1,140 @@
+"""Nsight Compute: launch each planned case once under ncu, parse its counters into tidy rows.
+
+The worker (`python -m perfmodel.suite.profile worker PLAN SELECT MANIFEST`) launches the selected
+cases in order and writes a manifest; ncu's rows are matched to it by launch order and kernel name.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..measurements import Measurement
+from .plan import load_plan, params_json
+
+METRICS = [
+    "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second",
+    "dram__bytes_read.sum", "dram__bytes_write.sum",
+    "lts__t_sectors_srcunit_tex_op_read.sum", "lts__t_sectors_srcunit_tex_op_write.sum",
+    "lts__t_sectors_op_read.sum", "lts__t_sectors_op_write.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "smsp__inst_executed_op_shared_ld.sum", "smsp__inst_executed_op_shared_st.sum",
+    "smsp__inst_executed_op_global_ld.sum", "smsp__inst_executed_op_global_st.sum",
+    "launch__occupancy_limit_blocks", "launch__occupancy_limit_registers",
+    "launch__occupancy_limit_shared_mem", "launch__occupancy_limit_warps",
+    "launch__registers_per_thread", "launch__shared_mem_per_block_static",
+    "launch__shared_mem_per_block_dynamic", "launch__block_size", "launch__grid_size",
+    "launch__waves_per_multiprocessor", "sm__maximum_warps_per_active_cycle_pct",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+]
+
+
+def worker(plan: str, select: str, manifest: str) -> None:
+    from . import gpu
+    from .registry import get
+    from .runner import Bound
+
+    cases = [pc for pc in load_plan(plan) if pc.ncu and get(pc.name).study == select]
+    rng = np.random.default_rng(7)
+    done = []
+    for pc in cases:
+        try:
+            bound = Bound.make(pc.name, pc.params)
+            setup = bound.case.setup(pc.params, rng)
+            bufs, args = bound.upload(setup)
+            bound.runner(args)()
+            gpu.synchronize()
+            bufs.free()
+            done.append({"case": pc.name, "case_id": pc.case_id, "params": pc.params,
+                         "study": bound.case.study, "kernel": bound.kernel.name})
+        except Exception as exc:  # noqa: BLE001
+            print(f"ncu worker: {pc.case_id} failed: {exc}", file=sys.stderr, flush=True)
+            done.append({"case": pc.name, "case_id": pc.case_id, "failed": str(exc)})
+        Path(manifest).write_text(json.dumps(done))
+
+
+def available_metrics(metrics: list[str]) -> list[str]:
+    """Keep the metrics this ncu knows (by base name); all of them if the query fails."""
+    try:
+        out = subprocess.run(["ncu", "--query-metrics", "--csv"], capture_output=True, text=True,
+                             timeout=120).stdout
+    except (OSError, subprocess.SubprocessError):
+        return metrics
+    known = {line.split(",")[0].strip('"') for line in out.splitlines()[1:]}
+    if len(known) < 50:
+        return metrics
+    return [m for m in metrics if m.split(".")[0] in known]
+
+
+def run_ncu(plan: str, select: str, workdir: Path, metrics: list[str], timeout_s: int = 900) -> Path:
+    """Profile one study's planned cases; returns the raw CSV path (manifest beside it)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    raw, manifest = workdir / f"ncu_{select}.csv", workdir / f"manifest_{select}.json"
+    cmd = ["ncu", "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
+           "--metrics", ",".join(metrics), "--log-file", str(raw),
+           sys.executable, "-m", "perfmodel.suite.profile", "worker", plan, select, str(manifest)]
+    subprocess.run(cmd, timeout=timeout_s, check=False)
+    return raw
+
+
+def parse(raw: Path, manifest: Path) -> list[Measurement]:
+    """ncu's raw CSV (one row per launch) -> tidy rows matched to the manifest by launch order."""
+    import pandas as pd
+
+    if not raw.exists() or not manifest.exists():
+        return []
+    lines = raw.read_text().splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    if start is None:
+        return []
+    from io import StringIO
+
+    df = pd.read_csv(StringIO("\n".join(lines[start:])))
+    df = df[pd.to_numeric(df["ID"], errors="coerce").notna()].reset_index(drop=True)
+    launched = [m for m in json.loads(manifest.read_text()) if "failed" not in m]
+    rows: list[Measurement] = []
+    for (_, rec), info in zip(df.iterrows(), launched, strict=False):
+        name = str(rec.get("Kernel Name", ""))
+        if not name.startswith(info["kernel"]):
+            print(f"ncu parse: launch order mismatch ({name} vs {info['kernel']}); stopping", file=sys.stderr)
+            break
+        for metric in df.columns:
+            if "__" not in metric:
+                continue
+            value = pd.to_numeric(str(rec[metric]).replace(",", ""), errors="coerce")
+            if pd.isna(value):
+                continue
+            rows.append(Measurement(info["study"], info["case"], info["case_id"], params_json(info["params"]),
+                                    metric, "", "value", float(value), "ncu"))
+    return rows
+
+
+def planned_studies(plan: str) -> list[str]:
+    from .registry import get
+
+    seen: list[str] = []
+    for pc in load_plan(plan):
+        study = get(pc.name).study
+        if pc.ncu and study not in seen:
+            seen.append(study)
+    return seen
+
+
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "worker":
+        worker(*sys.argv[2:])
+    else:
+        sys.exit("usage: python -m perfmodel.suite.profile worker PLAN STUDY MANIFEST")

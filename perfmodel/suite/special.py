@@ -1,0 +1,139 @@
+"""Measurements that are not one launch of a registry case: pointer-chase latency, the driver's
+device-to-device copy, and the streams overlap."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..measurements import Measurement
+from . import gpu
+from .plan import case_id, params_json
+from .runner import time_rows
+
+LINE = 128
+CHASE_SIZES = [16 << 10, 32 << 10, 64 << 10, 128 << 10, 192 << 10, 256 << 10, 384 << 10, 512 << 10,
+               1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 24 << 20, 32 << 20, 40 << 20, 48 << 20,
+               56 << 20, 64 << 20, 96 << 20, 128 << 20, 256 << 20, 512 << 20, 1 << 30]
+
+
+def _row(study: str, name: str, params: dict, metric: str, unit: str, value: float, source: str,
+         stat: str = "value") -> Measurement:
+    return Measurement(study, name, case_id(name, params), params_json(params), metric, unit, stat,
+                       float(value), source)
+
+
+def chase(ops=("ca", "cg", "cv"), sizes=CHASE_SIZES, steps: int = 4096, seed: int = 1) -> list[Measurement]:
+    """Cycles per dependent load over a random cyclic walk of one 128-byte line per slot."""
+    rng = np.random.default_rng(seed)
+    total = max(sizes)
+    host = np.zeros(total // 4, dtype=np.uint32)
+    buf = gpu.Buffers()
+    dev_next = buf.empty("next", (total // 4,), np.uint32)
+    cycles = buf.empty("cycles", (1,), np.uint64)
+    sink = buf.empty("sink", (1,), np.uint32)
+    rows = []
+    for size in sizes:
+        slots = size // LINE
+        order = rng.permutation(slots)
+        nxt = np.empty(slots, dtype=np.int64)
+        nxt[order] = np.roll(order, -1)  # one cycle through every slot
+        host[: size // 4] = 0
+        host[np.arange(slots) * (LINE // 4)] = (nxt * (LINE // 4)).astype(np.uint32)
+        import pycuda.driver as drv
+
+        drv.memcpy_htod(dev_next, host[: size // 4])
+        warm = slots if size <= 128 << 20 else 0
+        for op in ops:
+            k = gpu.kernel("probes.cu", f"chase_{op}")
+            gpu.launch(k, (1, 1, 1), (1, 1, 1), [dev_next, np.int32(warm), np.int32(steps), cycles, sink])
+            gpu.synchronize()
+            c = float(buf.download("cycles")[0]) / steps
+            params = {"bytes": size, "op": ["ca", "cg", "cv"].index(op)}
+            rows.append(_row("latency", f"probe.chase_{op}", params, "cycles_per_load", "cycle", c, "clock64"))
+        print(f"  chase {size >> 10:>8} KiB: " + " ".join(f"{r.value:7.1f}" for r in rows[-len(ops):]),
+              flush=True)
+    buf.free()
+    return rows
+
+
+def chase_shared(steps: int = 4096) -> list[Measurement]:
+    n = 1024
+    perm = np.random.default_rng(2).permutation(n)
+    nxt = np.empty(n, dtype=np.uint32)
+    nxt[perm] = np.roll(perm, -1)
+    buf = gpu.Buffers()
+    init = buf.upload("init", nxt)
+    cycles = buf.empty("cycles", (1,), np.uint64)
+    sink = buf.empty("sink", (1,), np.uint32)
+    k = gpu.kernel("probes.cu", "chase_shared")
+    gpu.launch(k, (1, 1, 1), (1, 1, 1), [init, np.int32(n), np.int32(steps), cycles, sink])
+    gpu.synchronize()
+    c = float(buf.download("cycles")[0]) / steps
+    buf.free()
+    return [_row("latency", "probe.chase_shared", {"bytes": n * 4}, "cycles_per_load", "cycle", c, "clock64")]
+
+
+def memcpy_dtod(nbytes: int = 1 << 30) -> list[Measurement]:
+    import pycuda.driver as drv
+
+    a, b = drv.mem_alloc(nbytes), drv.mem_alloc(nbytes)
+    drv.memset_d32(a, 0x3F800000, nbytes // 4)
+    times = gpu.time_launches(lambda: drv.memcpy_dtod(b, a, nbytes), reps=20, budget_s=1.0)
+    a.free()
+    b.free()
+    return list(time_rows("ceilings", "probe.memcpy_dtod", {"bytes": nbytes}, times))
+
+
+def streams(n: int = 1 << 26, counts=(1, 2, 4, 8), reps: int = 3) -> list[Measurement]:
+    """c = a + b over n floats in S chunks, each chunk H2D -> kernel -> D2H on its own stream."""
+    import pycuda.driver as drv
+
+    rng = np.random.default_rng(3)
+    a = drv.pagelocked_empty(n, np.float32)
+    b = drv.pagelocked_empty(n, np.float32)
+    c = drv.pagelocked_empty(n, np.float32)
+    a[:] = rng.uniform(-1, 1, n).astype(np.float32)
+    b[:] = rng.uniform(-1, 1, n).astype(np.float32)
+    da, db, dc = (drv.mem_alloc(4 * n) for _ in range(3))
+    k = gpu.kernel("probes.cu", "vadd")
+    rows: list[Measurement] = []
+    for s in counts:
+        chunk = n // s
+        sts = [drv.Stream() for _ in range(s)]
+        totals = []
+        for rep in range(reps + 1):
+            c[:] = np.nan
+            ev = [[drv.Event() for _ in range(4)] for _ in range(s)]
+            t0 = drv.Event()
+            t0.record()
+            for i, st in enumerate(sts):
+                lo = i * chunk
+                off = 4 * lo
+                ev[i][0].record(st)
+                drv.memcpy_htod_async(int(da) + off, a[lo:lo + chunk], st)
+                drv.memcpy_htod_async(int(db) + off, b[lo:lo + chunk], st)
+                ev[i][1].record(st)
+                gpu.launch(k, (264, 1, 1), (256, 1, 1),
+                           [np.uintp(int(da) + off), np.uintp(int(db) + off), np.uintp(int(dc) + off),
+                            np.uint64(chunk)], stream=st)
+                ev[i][2].record(st)
+                drv.memcpy_dtoh_async(c[lo:lo + chunk], int(dc) + off, st)
+                ev[i][3].record(st)
+            gpu.synchronize()
+            if not np.array_equal(c, a + b):
+                raise AssertionError(f"streams={s}: vector add result wrong")
+            if rep == 0:
+                continue  # warm-up
+            end = max(e[3].time_since(t0) for e in ev) * 1e-3
+            totals.append(end)
+            if rep == reps:
+                params = {"n": n, "streams": s}
+                for i, e in enumerate(ev):
+                    for j, stage in enumerate(("h2d_start", "kernel_start", "d2h_start", "d2h_end")):
+                        rows.append(_row("streams", "streams.vadd", params, "event_s", "s",
+                                         e[j].time_since(t0) * 1e-3, "events", stat=f"stream{i}.{stage}"))
+        rows.extend(time_rows("streams", "streams.vadd", {"n": n, "streams": s}, np.array(totals)))
+        print(f"  streams {s}: {np.median(totals) * 1e3:.2f} ms", flush=True)
+    for buf in (da, db, dc):
+        buf.free()
+    return rows
