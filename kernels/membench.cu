@@ -96,3 +96,35 @@ TILE_BENCH(32, 1)
 TILE_BENCH(32, 2)
 TILE_BENCH(16, 0)
 TILE_BENCH(16, 1)
+
+// Broadcast and permutation patterns: lane l of each warp reads s[warp*32 + idx(l)], with
+// idx(l) chosen by `mode` (see perfmodel/suite/cases/membench.py, PATTERNS).
+__device__ __forceinline__ int pattern_index(int mode, int lane) {
+    switch (mode) {
+        case 0: return 0;
+        case 1: return lane % 16;
+        case 2: return lane % 8;
+        case 3: return lane / 2;
+        case 4: return lane / 8;
+        case 5: return lane ^ 1;
+        case 6: return (lane % 4) * 8;
+        default: return (lane % 16) * 2;
+    }
+}
+
+template <typename T>
+__device__ void spattern(float* __restrict__ out, int mode, int reps, int zero) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    T* s = reinterpret_cast<T*>(smem_raw);
+    for (int j = threadIdx.x; j < 64; j += blockDim.x) s[j] = splat<T>((float)j);
+    __syncthreads();
+    int lane = threadIdx.x & 31, base = (threadIdx.x / 32) * 32;
+    int idx = pattern_index(mode, lane);
+    float acc = 0.f;
+    for (int r = 0; r < reps; ++r) acc += sum_of(s[base + (idx ^ (r & zero))]);
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
+extern "C" __global__ void spattern_4(float* o, int m, int r, int z) { spattern<float>(o, m, r, z); }
+extern "C" __global__ void spattern_8(float* o, int m, int r, int z) { spattern<float2>(o, m, r, z); }
+extern "C" __global__ void spattern_16(float* o, int m, int r, int z) { spattern<float4>(o, m, r, z); }

@@ -1,9 +1,10 @@
 """Shared-memory bank conflicts: wavefronts per warp instruction (32 banks of 4 bytes).
 
-A warp's access is served in phases of 128 bytes of lanes (32 lanes of 4 bytes, 16 of 8,
-8 of 16). In each phase a bank serves one 4-byte word per wavefront; lanes reading the same
-word share it (broadcast). Wavefronts of a phase = most distinct words that any one bank
-must deliver; of an instruction, the sum over its phases.
+A warp's lanes are served in groups (LANES_PER_GROUP: the whole warp for accesses of up to 4
+bytes, half-warps for 8- and 16-byte accesses, as the H200's counters show). In a group each
+bank delivers one 4-byte word per wavefront and lanes reading the same word share it
+(broadcast), so a group costs the most distinct words any one bank must deliver; an
+instruction costs the sum over its groups.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from .lanes import INACTIVE, WARP, as_rows
 
 BANKS = 32
 BANK_BYTES = 4
+LANES_PER_GROUP = {1: 32, 2: 32, 4: 32, 8: 16, 16: 16}
 
 
 @dataclass(frozen=True)
@@ -48,14 +50,14 @@ def shared_access(addresses: object, width: int, store: bool = False) -> SharedA
     a, active = as_rows(addresses, width)
     rows = a.shape[0]
     words_per_lane = max(width // BANK_BYTES, 1)
-    lanes_per_phase = WARP // words_per_lane
-    phases = WARP // lanes_per_phase
-    # every lane's words: (rows, 32, words_per_lane), then (rows*phases, 32 word slots)
+    phases = WARP // LANES_PER_GROUP[width]
+    slots = WARP * words_per_lane // phases
+    # every lane's words: (rows, 32, words_per_lane), then (rows*groups, word slots of a group)
     word0 = a // BANK_BYTES
     words = word0[..., None] + np.arange(words_per_lane)
     live = np.broadcast_to(active[..., None], words.shape)
-    words = words.reshape(rows * phases, WARP)
-    live = live.reshape(rows * phases, WARP)
+    words = words.reshape(rows * phases, slots)
+    live = live.reshape(rows * phases, slots)
     # sort key (bank, word); int32 when the words fit in 20 bits (all of shared memory does)
     shift, inactive = (20, np.int32(np.iinfo(np.int32).max)) if words.max(initial=0) < 1 << 20 \
         else (40, INACTIVE)
@@ -77,7 +79,7 @@ def shared_access(addresses: object, width: int, store: bool = False) -> SharedA
     distinct_words = seen[:, -1].reshape(rows, phases).sum(axis=1, dtype=np.int64)
     waves = phase_waves.sum(axis=1)
     ways = phase_waves.max(axis=1)
-    ideal = np.where(distinct_words > 0, -(-distinct_words // BANKS), 0)
+    ideal = np.where(distinct_words > 0, np.maximum(-(-distinct_words // BANKS), phases), 0)
     return SharedAccess(width_bytes=width, store=store,
                         instructions=int(np.count_nonzero(active.any(axis=1))),
                         wavefronts=int(waves.sum()), ideal_wavefronts=int(ideal.sum()),

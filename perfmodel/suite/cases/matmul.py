@@ -63,9 +63,15 @@ for _name, _colmajor, _desc in (("naive", False, "one thread per output, A and B
 def _tiled_launch(p, coarse: int = 1) -> Launch:
     t = p["tile"]
     return Launch(block=(t, t, 1), grid=(cdiv(p["n"], t * coarse), cdiv(p["m"], t), 1),
-                  loops={"ph": cdiv(p["k"], t), "kk": t, "c": coarse}, params=dict(p),
+                  loops={"ph": cdiv(p["k"], t), "kk": t, "kq": t // 4, "c": coarse}, params=dict(p),
                   defs={"row": "by*tile + ty", "col": f"bx*tile*{coarse} + c*tile + tx",
                         "bcol": "bx*tile + ty"})
+
+
+def _as_read(loops: tuple[str, ...]) -> Access:
+    """nvcc turns the unrolled As[ty][kk] reads of a 16-byte-aligned row into LDS.128 (seen in SASS)."""
+    return Access("As[ty][kk..kk+3] read (LDS.128)", "shared", "ty*tile + 4*kq", width_bytes=16, loops=loops,
+                  array="As")
 
 
 def _tiled_accesses(p) -> list[Access]:
@@ -77,7 +83,7 @@ def _tiled_accesses(p) -> list[Access]:
                loops=("ph",), array="B"),
         Access("As store", "shared", "ty*tile + tx", store=True, loops=("ph",), array="As"),
         Access("Bs store", "shared", "ty*tile + tx", store=True, loops=("ph",), base_bytes=t4, array="Bs"),
-        Access("As[ty][kk] read", "shared", "ty*tile + kk", loops=("ph", "kk"), array="As"),
+        _as_read(("ph", "kq")),
         Access("Bs[kk][tx] read", "shared", "kk*tile + tx", loops=("ph", "kk"), base_bytes=t4, array="Bs"),
         _c_store()]
 
@@ -99,7 +105,10 @@ def _corner_accesses(p) -> list[Access]:
         Access("As store", "shared", "ty*tile + tx", store=True, loops=("ph",), array="As"),
         Access("Bs[ty][tx] store", "shared", "ty*(tile + pad) + tx", store=True, loops=("ph",),
                base_bytes=t4, array="Bs"),
-        Access("As[ty][kk] read", "shared", "ty*tile + kk", loops=("ph", "kk"), array="As"),
+        _as_read(("ph", "kq")),
+        # with pad 0 the Bs row is 16-byte aligned too and nvcc vectorises it (LDS.128, seen in SASS)
+        Access("Bs[tx][kk..kk+3] read (LDS.128)", "shared", "tx*tile + 4*kq", width_bytes=16,
+               loops=("ph", "kq"), base_bytes=t4, array="Bs") if p["pad"] == 0 else
         Access("Bs[tx][kk] read", "shared", "tx*(tile + pad) + kk", loops=("ph", "kk"), base_bytes=t4,
                array="Bs"),
         _c_store()]
@@ -123,7 +132,7 @@ def _coarse_accesses(p) -> list[Access]:
                loops=("ph", "c"), array="B"),
         Access("Bs store", "shared", "ty*tile + tx", store=True, loops=("ph", "c"), base_bytes=t4,
                array="Bs"),
-        Access("As[ty][kk] read", "shared", "ty*tile + kk", loops=("ph", "c", "kk"), array="As"),
+        _as_read(("ph", "c", "kq")),
         Access("Bs[kk][tx] read", "shared", "kk*tile + tx", loops=("ph", "c", "kk"), base_bytes=t4,
                array="Bs"),
         _c_store(("c",))]

@@ -138,3 +138,35 @@ register(KernelCase(
         Access("out store", "global", "(bx*tile + ty)*tile + tx", store=True, array="out")],
     setup=_tile_setup,
     description="tile[T][T+pad] written by row, read by row or by column"))
+
+PATTERNS = ("0", "lane % 16", "lane % 8", "lane / 2", "lane / 8", "lane ^ 1", "(lane % 4) * 8", "(lane % 16) * 2")
+
+
+def _pattern_setup(p, rng) -> Setup:
+    v = VEC[p["width"]]
+    lane = np.arange(SHARED_BLOCK) % 32
+    idx = (np.arange(SHARED_BLOCK) // 32) * 32 + _pattern_values(p["mode"], lane)
+    one = (idx[:, None] + np.arange(v)).astype(np.float32).sum(axis=1) * SHARED_REPS
+    return Setup({}, {"out": np.tile(one, SHARED_GRID).astype(np.float32)},
+                 ["out", np.int32(p["mode"]), np.int32(SHARED_REPS), np.int32(0)])
+
+
+def _pattern_values(mode: int, lane: np.ndarray) -> np.ndarray:
+    from ...memory.expr import Expr
+
+    return np.broadcast_to(Expr(PATTERNS[mode]).evaluate({"lane": lane}), lane.shape)
+
+
+register(KernelCase(
+    name="mem.shared_pattern", study="banks", source="membench.cu", defaults={"width": 4, "mode": 0},
+    entry=lambda p: f"spattern_{p['width']}",
+    launch=lambda p: Launch(block=(SHARED_BLOCK, 1, 1), grid=(SHARED_GRID, 1, 1),
+                            loops={"r": SHARED_REPS, "it": 1}, params=dict(p)),
+    dynamic_smem=lambda p: 64 * p["width"],
+    accesses=lambda p: [
+        Access("init store", "shared", "tx", elem_bytes=p["width"], store=True, array="s"),
+        Access(f"read s[{PATTERNS[p['mode']]}]", "shared", f"(tx/32)*32 + ({PATTERNS[p['mode']]})",
+               elem_bytes=p["width"], loops=("r",), array="s"),
+        Access("out store", "global", "bx*bdx + tx", store=True, array="out")],
+    setup=_pattern_setup,
+    description="broadcasts and permutations within a warp: the per-width wavefront rules"))

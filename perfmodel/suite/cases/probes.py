@@ -89,7 +89,10 @@ register(KernelCase(
     name="probe.l2_read", study="ceilings", source="probes.cu",
     defaults={"n": 8 << 20, "passes": 20},
     entry=lambda p: "read_l2",
-    launch=lambda p: _stream_launch({**p, "vec": 1}, 4), accesses=lambda p: [],
+    launch=lambda p: _stream_launch({**p, "vec": 1}, 4),
+    accesses=lambda p: [Access("ld.global.cg", "global", "i", elem_bytes=16, cond=f"i < {p['n'] // 4}",
+                               loops=("it",), array="in"),
+                        Access("partial store", "global", "bx*bdx + tx", store=True, array="out")],
     setup=_l2_setup, compulsory_bytes=lambda p: (4 * p["n"], 0), model="l2",
     description="passes over a 32 MiB buffer with ld.global.cg: L2 bandwidth"))
 
@@ -105,10 +108,13 @@ def _smem_setup(p, rng) -> Setup:
 register(KernelCase(
     name="probe.smem_bw", study="ceilings", source="probes.cu", defaults={"iters": 4096},
     entry=lambda p: "smem_bw",
-    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(SMS * GRID_PER_SM, 1, 1), loops={"it": p["iters"]},
-                            params=dict(p)),
-    accesses=lambda p: [Access("float4 read", "shared", "(tx + 32*it) % 1024", elem_bytes=16, loops=("it",),
-                               array="s")],
+    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(SMS * GRID_PER_SM, 1, 1),
+                            loops={"it": p["iters"], "j": 1024 // BLOCK}, params=dict(p)),
+    accesses=lambda p: [Access("init store", "shared", "tx + 256*j", elem_bytes=16, store=True, loops=("j",),
+                               array="s"),
+                        Access("float4 read", "shared", "(tx + 32*it) % 1024", elem_bytes=16, loops=("it",),
+                               array="s"),
+                        Access("out store", "global", "bx*bdx + tx", store=True, array="out")],
     setup=_smem_setup, model="smem", description="conflict-free 16-byte shared-memory reads"))
 
 
@@ -124,5 +130,6 @@ register(KernelCase(
     name="probe.fma", study="ceilings", source="probes.cu", defaults={"iters": 1 << 16},
     entry=lambda p: "fma_peak",
     launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(SMS * GRID_PER_SM, 1, 1), params=dict(p)),
-    accesses=lambda p: [], flops=lambda p: 2.0 * 8 * p["iters"] * SMS * GRID_PER_SM * BLOCK,
+    accesses=lambda p: [Access("out store", "global", "bx*bdx + tx", store=True, array="out")],
+    flops=lambda p: 2.0 * 8 * p["iters"] * SMS * GRID_PER_SM * BLOCK,
     setup=_fma_setup, model="fp32", description="8 independent FMA chains per thread"))

@@ -114,7 +114,8 @@ def _temporal_launch(p) -> Launch:
               "cur": "(s % 2)*R*R + cy*R + cx", "old": "((s + 1) % 2)*R*R + cy*R + cx",
               "o": "tid + wr*T", "oy": "steps + o / 32", "ox": "steps + o % 32",
               "ogx": "bx*32 - steps + ox", "ogy": "by*32 - steps + oy",
-              "written": "ogx < nx and ogy < ny"})
+              "written": "ogx < nx and ogy < ny", "src_x": "nx / 6", "src_y": "ny / 2",
+              "at_source": "bx*32 - steps + cx == src_x and by*32 - steps + cy == src_y"})
 
 
 def _temporal_accesses(p) -> list[Access]:
@@ -129,6 +130,8 @@ def _temporal_accesses(p) -> list[Access]:
                         ("c2", "2*R*R + cy*R + cx"), ("damp", "3*R*R + cy*R + cx")):
         acc.append(Access(f"step read {name}", "shared", index, cond=st, loops=("s", "jj"), array="tile"))
     acc.append(Access("step write", "shared", "old", store=True, cond=st, loops=("s", "jj"), array="tile"))
+    acc.append(Access("source term", "global", "s", cond=f"{st} and at_source", loops=("s", "jj"),
+                      array="src_values"))
     final_cur = f"{p['steps'] % 2}*R*R + oy*R + ox"
     final_old = f"{(p['steps'] + 1) % 2}*R*R + oy*R + ox"
     acc += [Access("final read cur", "shared", final_cur, cond="written", loops=("wr",), array="tile"),
