@@ -51,6 +51,8 @@ class Measurement:
 
 
 def git_commit() -> str:
+    if os.environ.get("PERFMODEL_COMMIT"):
+        return os.environ["PERFMODEL_COMMIT"]
     try:
         out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                              text=True, timeout=10)

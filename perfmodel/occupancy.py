@@ -47,7 +47,9 @@ class Occupancy:
     block_limit_blocks: int
     registers_per_block: int  # allocated, with the per-warp granularity
     smem_per_block_bytes: int  # allocated, with the driver's reservation and granularity
-    smem_per_sm_bytes: int  # the shared-memory carveout the SM ends up with
+    smem_per_sm_bytes: int  # the carveout cuda_occupancy.h assumes (the preference, or the maximum)
+    carveout_bytes: int  # the carveout the SM ends up with: the driver's smallest step that fits
+    block_limit_shared_memory_at_carveout: int | None  # the limit ncu reports, at that carveout
 
     def as_dict(self) -> dict[str, Any]:
         from dataclasses import asdict
@@ -210,6 +212,8 @@ def occupancy(device: DeviceSpec | str, threads_per_block: int, registers_per_th
     mask = int(lim.limiter_mask())
     warps_per_block = int(lim.warps_per_block)
     reg, smem = int(lim.registers), int(lim.shared_memory)
+    alloc = int(lim.smem_per_block_bytes)
+    carveout = driver_carveout(dev, lim, carveout)
     return Occupancy(
         device=dev.name, threads_per_block=threads_per_block,
         registers_per_thread=registers_per_thread, static_smem_bytes=static_smem_bytes,
@@ -222,7 +226,20 @@ def occupancy(device: DeviceSpec | str, threads_per_block: int, registers_per_th
         block_limit_warps=int(lim.warps), block_limit_registers=None if reg == INT_MAX else reg,
         block_limit_shared_memory=None if smem == INT_MAX else smem,
         block_limit_blocks=lim.block_slots, registers_per_block=int(lim.registers_per_block),
-        smem_per_block_bytes=int(lim.smem_per_block_bytes), smem_per_sm_bytes=int(lim.smem_per_sm_bytes))
+        smem_per_block_bytes=alloc, smem_per_sm_bytes=int(lim.smem_per_sm_bytes), carveout_bytes=carveout,
+        block_limit_shared_memory_at_carveout=(carveout // alloc if alloc and smem != INT_MAX else None))
+
+
+def driver_carveout(dev: DeviceSpec, lim: Limits, preference: int | None) -> int:
+    """The carveout the driver configures: with no preference, the smallest step that still holds
+    as many blocks as the other limits allow (seen in ncu's launch__occupancy_limit_shared_mem)."""
+    if dev.major < 7 or not dev.carveout_steps_bytes:
+        return dev.smem_per_sm_bytes
+    if preference is not None:
+        return int(lim.smem_per_sm_bytes)
+    others = int(min(lim.warps, lim.registers, lim.block_slots))
+    need = min(others * int(lim.smem_per_block_bytes), int(lim.smem_per_sm_bytes))
+    return int(_align_carveout(dev, np.asarray(need)))
 
 
 def occupancy_of_function(device: DeviceSpec | str, function: Any, threads_per_block: int,

@@ -1,10 +1,13 @@
 """Shared-memory bank conflicts: wavefronts per warp instruction (32 banks of 4 bytes).
 
-A warp's lanes are served in groups (LANES_PER_GROUP: the whole warp for accesses of up to 4
-bytes, half-warps for 8- and 16-byte accesses, as the H200's counters show). In a group each
-bank delivers one 4-byte word per wavefront and lanes reading the same word share it
-(broadcast), so a group costs the most distinct words any one bank must deliver; an
-instruction costs the sum over its groups.
+The rules, as the H200's counters show them (mem.shared_* microbenchmarks, reports/data/h200):
+- Lanes are served in groups of 128 bytes of requests: the whole warp for accesses of up to 4
+  bytes, half-warps for 8 bytes, quarter-warps for 16 bytes. In a group each bank delivers
+  one 4-byte word per wavefront and lanes reading the same word share it (broadcast), so a
+  group costs the most distinct words that any one bank must deliver.
+- Two neighbouring groups (half-warps of an 8-byte access, quarter-warps 0+1 and 2+3 of a
+  16-byte access) share wavefronts when their banks do not overlap, or when every lane of the
+  pair reads one and the same address; otherwise their costs add up.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from .lanes import INACTIVE, WARP, as_rows
 
 BANKS = 32
 BANK_BYTES = 4
-LANES_PER_GROUP = {1: 32, 2: 32, 4: 32, 8: 16, 16: 16}
+LANES_PER_GROUP = {1: 32, 2: 32, 4: 32, 8: 16, 16: 8}
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class SharedAccess:
     ideal_wavefronts: int
     wavefronts_per_row: np.ndarray
     ways_per_row: np.ndarray
+    ideal_per_row: np.ndarray | None = None
 
     @property
     def conflicts(self) -> int:
@@ -45,26 +49,14 @@ class SharedAccess:
                 f"(ideal {self.ideal_wavefronts})")
 
 
-def shared_access(addresses: object, width: int, store: bool = False) -> SharedAccess:
-    """Wavefronts, ideal wavefronts, conflicts and conflict degree ("ways") per instruction."""
-    a, active = as_rows(addresses, width)
-    rows = a.shape[0]
-    words_per_lane = max(width // BANK_BYTES, 1)
-    phases = WARP // LANES_PER_GROUP[width]
-    slots = WARP * words_per_lane // phases
-    # every lane's words: (rows, 32, words_per_lane), then (rows*groups, word slots of a group)
-    word0 = a // BANK_BYTES
-    words = word0[..., None] + np.arange(words_per_lane)
-    live = np.broadcast_to(active[..., None], words.shape)
-    words = words.reshape(rows * phases, slots)
-    live = live.reshape(rows * phases, slots)
-    # sort key (bank, word); int32 when the words fit in 20 bits (all of shared memory does)
+def _group_costs(words: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of word slots: most distinct words in one bank, and the number of distinct words."""
     shift, inactive = (20, np.int32(np.iinfo(np.int32).max)) if words.max(initial=0) < 1 << 20 \
         else (40, INACTIVE)
     key = np.where(live, (words % BANKS) << shift | words, inactive).astype(type(inactive))
     key.sort(axis=1)
     live = key != inactive
-    new = np.empty(key.shape, dtype=bool)  # first lane of a distinct word
+    new = np.empty(key.shape, dtype=bool)  # first slot of a distinct word
     new[:, 0] = live[:, 0]
     np.not_equal(key[:, 1:], key[:, :-1], out=new[:, 1:])
     new &= live
@@ -72,15 +64,40 @@ def shared_access(addresses: object, width: int, store: bool = False) -> SharedA
     run_start = np.empty(key.shape, dtype=bool)  # first slot of a bank's run
     run_start[:, 0] = True
     np.not_equal(bank[:, 1:], bank[:, :-1], out=run_start[:, 1:])
-    seen = np.cumsum(new, axis=1, dtype=np.int8)
+    seen = np.cumsum(new, axis=1, dtype=np.int16)
     before = np.where(run_start, seen - new, 0)
     np.maximum.accumulate(before, axis=1, out=before)
-    phase_waves = (seen - before).max(axis=1).reshape(rows, phases)
-    distinct_words = seen[:, -1].reshape(rows, phases).sum(axis=1, dtype=np.int64)
-    waves = phase_waves.sum(axis=1)
-    ways = phase_waves.max(axis=1)
-    ideal = np.where(distinct_words > 0, np.maximum(-(-distinct_words // BANKS), phases), 0)
+    return (seen - before).max(axis=1).astype(np.int64), seen[:, -1].astype(np.int64)
+
+
+def shared_access(addresses: object, width: int, store: bool = False) -> SharedAccess:
+    """Wavefronts, ideal wavefronts, conflicts and conflict degree ("ways") per instruction."""
+    a, active = as_rows(addresses, width)
+    rows = a.shape[0]
+    words_per_lane = max(width // BANK_BYTES, 1)
+    groups = WARP // LANES_PER_GROUP[width]
+    words = (a // BANK_BYTES)[..., None] + np.arange(words_per_lane)
+    live = np.broadcast_to(active[..., None], words.shape)
+    cost, distinct = _group_costs(words.reshape(rows * groups, -1), live.reshape(rows * groups, -1))
+    cost, distinct = cost.reshape(rows, groups), distinct.reshape(rows, groups)
+    if groups == 1:
+        waves, ways = cost[:, 0], cost[:, 0]
+        ideal = -(-distinct[:, 0] // BANKS)
+    else:
+        bank_bits = np.where(live, np.left_shift(1, words % BANKS), 0).reshape(rows, groups, -1)
+        mask = np.bitwise_or.reduce(bank_bits, axis=2)
+        pair_addr = np.where(active, a, -1).reshape(rows, groups // 2, -1)
+        lo = np.where(pair_addr >= 0, pair_addr, np.iinfo(np.int64).max).min(axis=2)
+        uniform = lo == pair_addr.max(axis=2)
+        c0, c1 = cost[:, 0::2], cost[:, 1::2]
+        disjoint = (mask[:, 0::2] & mask[:, 1::2]) == 0
+        pair = np.where(disjoint, np.maximum(c0, c1), np.where(uniform, 1, c0 + c1))
+        waves, ways = pair.sum(axis=1), np.maximum(c0, c1).max(axis=1)
+        pair_words = distinct[:, 0::2] + distinct[:, 1::2]
+        ideal = np.where(pair > 0, np.maximum(-(-pair_words // BANKS), 1), 0).sum(axis=1)
+        ideal = np.minimum(ideal, waves)
+    ideal = np.where(active.any(axis=1), ideal, 0)
     return SharedAccess(width_bytes=width, store=store,
                         instructions=int(np.count_nonzero(active.any(axis=1))),
                         wavefronts=int(waves.sum()), ideal_wavefronts=int(ideal.sum()),
-                        wavefronts_per_row=waves, ways_per_row=ways)
+                        wavefronts_per_row=waves, ways_per_row=ways, ideal_per_row=ideal)

@@ -23,6 +23,8 @@ class GlobalAccess:
     lines: int
     bytes_requested: int
     sectors_per_row: np.ndarray
+    lines_per_row: np.ndarray | None = None
+    active_per_row: np.ndarray | None = None
 
     @property
     def bytes_moved(self) -> int:
@@ -53,4 +55,5 @@ def global_access(addresses: object, width: int, store: bool = False) -> GlobalA
     n_active = np.count_nonzero(active, axis=1)
     return GlobalAccess(width_bytes=width, store=store, requests=int(np.count_nonzero(n_active)),
                         sectors=int(sectors.sum()), lines=int(lines.sum()),
-                        bytes_requested=int(n_active.sum()) * width, sectors_per_row=sectors)
+                        bytes_requested=int(n_active.sum()) * width, sectors_per_row=sectors,
+                        lines_per_row=lines, active_per_row=n_active)

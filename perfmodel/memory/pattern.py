@@ -39,6 +39,7 @@ class Access:
     loops: tuple[str, ...] = ()  # loops (of the launch) around this instruction
     base_bytes: int = 0  # byte offset of the array in its space
     array: str = ""
+    l1_cached: bool = True  # False for ld.global.cg / .cv: every sector goes to L2
 
     @property
     def width(self) -> int:
@@ -155,41 +156,82 @@ def addresses(access: Access, launch: Launch, **fixed: int) -> np.ndarray:
     return bound.addresses(values)[0]
 
 
-def analyse(access: Access, launch: Launch, row_budget: int = 2_000_000,
+def _period(bound: _Bound, name: str, n: int, used: list[tuple[str, int]]) -> int:
+    """Smallest p such that shifting `name` by p moves every address by a multiple of 128 bytes,
+    or n when the index is not affine in `name` (or the predicate reads it)."""
+    if bound.cond is not None and name in bound.cond.names:
+        return n
+    rng = np.random.default_rng(1)
+    probe = min(n, 48)
+    coeff = None
+    for trial in range(2):
+        fixed = {v: (0 if trial == 0 else int(rng.integers(c))) for v, c in used if v != name}
+        values = {**{v: np.full(probe, x) for v, x in fixed.items()}, name: np.arange(probe)}
+        idx = (bound.addresses(values).reshape(probe, -1)).astype(np.int64)
+        live = idx[0] >= 0
+        if not np.all((idx >= 0) == live):
+            return n
+        steps = np.diff(idx[:, live], axis=0) if probe > 1 else np.zeros((0, live.sum()), dtype=np.int64)
+        if steps.size == 0:
+            return 1 if probe == n else n
+        c = steps[0, 0]
+        if not np.all(steps == c) or (coeff is not None and c != coeff):
+            return n
+        coeff = c
+    return min(n, 128 // math.gcd(128, abs(int(coeff)))) if coeff else 1
+
+
+def analyse(access: Access, launch: Launch, row_budget: int = 20_000,
             seed: int = 0) -> AccessCount:
-    """Count requests/sectors (global) or wavefronts (shared) of `access` over the launch."""
+    """Count requests/sectors (global) or wavefronts (shared) of `access` over the launch.
+
+    Exact where the enumeration fits the row budget: variables the expression does not read
+    only multiply, and a variable that shifts every address by a multiple of 128 bytes every p
+    steps (an affine index outside the predicate) is enumerated over one period and weighted.
+    Past the budget, a uniform sample of the remaining rows is scaled (sampled_fraction < 1).
+    """
     bound = _Bound(access, launch)
     used, rest = bound.variables()
-    total = math.prod(n for _, n in used)
     warps = launch.warps_per_block
-    rows_needed = total * warps
+    axes = []  # (name, values enumerated, weight of each value)
+    for name, n in used:
+        p = _period(bound, name, n, used) if n > 1 else n
+        vals = np.arange(p)
+        weights = np.full(p, n // p, dtype=np.float64) + (vals < n % p)
+        axes.append((name, vals, weights))
+    total = math.prod(len(v) for _, v, _ in axes)
     fraction = 1.0
-    if rows_needed > row_budget:
+    if total * warps > row_budget:
         take = max(row_budget // warps, 1)
         flat = np.random.default_rng(seed).choice(total, size=take, replace=False)
         fraction = take / total
     else:
         flat = np.arange(total)
-    values = {}
-    for name, n in reversed(used):
-        values[name] = flat % n
-        flat = flat // n
-    scale = rest / fraction
-    chunk = max(row_budget // 4 // warps, 1)
-    n_rows = len(next(iter(values.values()))) if values else 1
-    totals = np.zeros(7)
+    values, weight = {}, np.ones(len(flat))
+    for name, vals, w in reversed(axes):
+        pick = flat % len(vals)
+        values[name] = vals[pick]
+        weight = weight * w[pick]
+        flat = flat // len(vals)
+    weight *= rest / fraction
+    chunk = max(262_144 // warps, 1)
+    n_rows = len(weight)
+    totals = np.zeros(6)
     max_ways = 0
     for start in range(0, n_rows, chunk):
         part = {k: v[start:start + chunk] for k, v in values.items()}
+        w = np.repeat(weight[start:start + chunk], warps)
         rows = bound.addresses(part).reshape(-1, WARP)
         if access.space == "global":
             g = global_access(rows, access.width, access.store)
-            totals += (g.requests, g.sectors, g.lines, g.bytes_requested, 0, 0, 0)
+            totals += (w @ (g.active_per_row > 0), w @ g.sectors_per_row, w @ g.lines_per_row,
+                       w @ g.active_per_row * access.width, 0, 0)
         else:
-            s = shared_access(rows, access.width, access.store)
-            totals += (s.instructions, 0, 0, 0, s.wavefronts, s.ideal_wavefronts, 0)
-            max_ways = max(max_ways, s.max_ways)
-    t = [round(v * scale) for v in totals]
+            sh = shared_access(rows, access.width, access.store)
+            active = (rows >= 0).any(axis=1)
+            totals += (w @ active, 0, 0, 0, w @ sh.wavefronts_per_row, w @ sh.ideal_per_row)
+            max_ways = max(max_ways, sh.max_ways)
+    t = [round(v) for v in totals]
     return AccessCount(name=access.name, space=access.space, store=access.store,
                        width_bytes=access.width, requests=t[0], sectors=t[1], lines=t[2],
                        bytes_requested=t[3], wavefronts=t[4], ideal_wavefronts=t[5],

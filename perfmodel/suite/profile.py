@@ -110,7 +110,7 @@ def parse(raw: Path, manifest: Path) -> list[Measurement]:
             print(f"ncu parse: launch order mismatch ({name} vs {info['kernel']}); stopping", file=sys.stderr)
             break
         for metric in df.columns:
-            if "__" not in metric:
+            if metric not in METRICS:
                 continue
             value = pd.to_numeric(str(rec[metric]).replace(",", ""), errors="coerce")
             if pd.isna(value):

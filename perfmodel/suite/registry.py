@@ -59,6 +59,7 @@ class KernelCase:
     compulsory_bytes: Callable[[Params], tuple[int, int]] = lambda p: (0, 0)  # (read, write) once each
     description: str = ""
     model: str = "generic"  # time-model family (perfmodel.models)
+    loads_in_flight: int = 1  # independent global loads per thread in flight (unrolling), for Little's law
 
     def bind(self, **params: int) -> dict[str, int]:
         unknown = set(params) - set(self.defaults)

@@ -59,6 +59,10 @@ def _stream_accesses(store: bool):
     return accesses
 
 
+def _with_passes(launch: Launch, passes: int) -> Launch:
+    return Launch(launch.block, launch.grid, {**launch.loops, "pass": passes}, launch.params, launch.defs)
+
+
 N_BIG = 1 << 27  # 512 MiB of floats: 8.9x the H200's L2
 
 register(KernelCase(
@@ -75,6 +79,7 @@ register(KernelCase(
     launch=lambda p: _stream_launch(p, _vec(p)), accesses=_stream_accesses(False), setup=_read_setup,
     dynamic_smem=lambda p: p["smem_per_block"],
     compulsory_bytes=lambda p: (4 * p["n"], 4 * _grid(p) * BLOCK), model="stream",
+    loads_in_flight=4,
     description="DRAM read-only stream; smem_per_block caps resident blocks (latency hiding)"))
 
 
@@ -89,9 +94,9 @@ register(KernelCase(
     name="probe.l2_read", study="ceilings", source="probes.cu",
     defaults={"n": 8 << 20, "passes": 20},
     entry=lambda p: "read_l2",
-    launch=lambda p: _stream_launch({**p, "vec": 1}, 4),
+    launch=lambda p: _with_passes(_stream_launch({**p, "vec": 1}, 4), p["passes"]),
     accesses=lambda p: [Access("ld.global.cg", "global", "i", elem_bytes=16, cond=f"i < {p['n'] // 4}",
-                               loops=("it",), array="in"),
+                               loops=("pass", "it"), array="in", l1_cached=False),
                         Access("partial store", "global", "bx*bdx + tx", store=True, array="out")],
     setup=_l2_setup, compulsory_bytes=lambda p: (4 * p["n"], 0), model="l2",
     description="passes over a 32 MiB buffer with ld.global.cg: L2 bandwidth"))

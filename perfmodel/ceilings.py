@@ -1,0 +1,103 @@
+"""Ceilings of a device: measured by the suite where recorded (reports/data/<device>/), datasheet
+values otherwise, each labelled with where it came from."""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+
+from .devices import DeviceSpec, device as lookup
+from .measurements import load
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    name: str
+    value: float
+    unit: str
+    source: str  # "measured: <case>" or "datasheet"
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    dram_bytes_per_s: Ceiling
+    l2_bytes_per_s: Ceiling
+    smem_bytes_per_s: Ceiling
+    fp32_flops_per_s: Ceiling
+    fp64_flops_per_s: Ceiling
+    latency_dram_s: Ceiling | None = None
+    latency_l2_s: Ceiling | None = None
+    latency_l1_s: Ceiling | None = None
+    memcpy_bytes_per_s: Ceiling | None = None
+
+    def all(self) -> list[Ceiling]:
+        return [c for c in self.__dict__.values() if c is not None]
+
+
+def _median_time(df, case_id: str) -> float | None:
+    rows = df[(df.case_id == case_id) & (df.metric == "time_s") & (df.stat == "median")]
+    return float(rows.value.iloc[0]) if len(rows) else None
+
+
+def _case_ids(df, case: str) -> list[str]:
+    return sorted(set(df[df.case == case].case_id))
+
+
+@functools.cache
+def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
+    """The roofline's ceilings, preferring the suite's recorded measurements."""
+    dev = lookup(device)
+    data = load(dev.key)
+    sheet = "datasheet"
+    dram = Ceiling("DRAM bandwidth", dev.dram_bandwidth_bytes_per_s, "B/s", sheet)
+    l2 = Ceiling("L2 bandwidth", 0.0, "B/s", "unknown")
+    smem = Ceiling("shared-memory bandwidth", dev.smem_bandwidth_bytes_per_s, "B/s",
+                   "datasheet (banks x 4 B x clock x SMs)")
+    fp32 = Ceiling("FP32", dev.fp32_flops_per_s, "FLOP/s", sheet)
+    fp64 = Ceiling("FP64", dev.fp64_flops_per_s, "FLOP/s", sheet)
+    extra: dict[str, Ceiling] = {}
+    if len(data):
+        from .suite.registry import get
+
+        def measured(case: str, pick) -> tuple[float, str] | None:
+            best = None
+            for cid in _case_ids(data, case):
+                t = _median_time(data, cid)
+                if not t:
+                    continue
+                params = json.loads(data[data.case_id == cid].params.iloc[0])
+                value = pick(get(case) if case.startswith("probe.") and case != "probe.memcpy_dtod" else None,
+                             params, t)
+                if value and (best is None or value > best[0]):
+                    best = (value, cid)
+            return best
+
+        def moved(c, p, t):
+            r, w = c.compulsory_bytes(p)
+            return (r + w) / t
+
+        if (m := measured("probe.copy", moved)):
+            dram = Ceiling("DRAM bandwidth (copy, read + write)", m[0], "B/s", f"measured: {m[1]}")
+        if (m := measured("probe.l2_read", lambda c, p, t: 4 * p["n"] * p["passes"] / t)):
+            l2 = Ceiling("L2 bandwidth (ld.global.cg, L2-resident)", m[0], "B/s", f"measured: {m[1]}")
+        if (m := measured("probe.smem_bw", lambda c, p, t: 16 * 256 * 1056 * p["iters"] / t)):
+            smem = Ceiling("shared-memory bandwidth", m[0], "B/s", f"measured: {m[1]}")
+        if (m := measured("probe.fma", lambda c, p, t: c.flops(p) / t)):
+            fp32 = Ceiling("FP32 (FMA)", m[0], "FLOP/s", f"measured: {m[1]}")
+        if (m := measured("probe.memcpy_dtod", lambda c, p, t: 2 * p["bytes"] / t)):
+            extra["memcpy_bytes_per_s"] = Ceiling("cuMemcpyDtoD", m[0], "B/s", f"measured: {m[1]}")
+        lat = data[(data.metric == "cycles_per_load")]
+        clock = dev.sm_clock_hz
+        for key, case, lo, hi in (("latency_l1_s", "probe.chase_ca", 0, 64 << 10),
+                                  ("latency_l2_s", "probe.chase_cg", 1 << 20, 16 << 20),
+                                  ("latency_dram_s", "probe.chase_cg", 256 << 20, 1 << 30)):
+            sel = lat[lat.case == case]
+            sizes = sel.params.map(lambda s: json.loads(s)["bytes"])
+            sel = sel[(sizes >= lo) & (sizes <= hi)]
+            if len(sel):
+                extra[key] = Ceiling(key.replace("_s", "").replace("_", " "), float(sel.value.median()) / clock,
+                                     "s", f"measured: {case} {lo >> 10}..{hi >> 10} KiB, at {clock / 1e9:.2f} GHz")
+    if l2.value == 0:
+        l2 = Ceiling("L2 bandwidth", 2.5 * dram.value, "B/s", "assumed 2.5 x DRAM (no measurement)")
+    return Ceilings(dram, l2, smem, fp32, fp64, **extra)

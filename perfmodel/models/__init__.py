@@ -1,0 +1,143 @@
+"""predict(case, device, **params) -> Prediction: traffic per level, occupancy, bound and time.
+
+Time is the slowest of the pipes a kernel keeps busy (DRAM, L2, shared memory, the load/store
+unit, FP32), each at the device's measured ceiling, and Little's law for memory latency, then
+quantised to whole waves of resident blocks where the kernel is bound inside the SM.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+
+from ..ceilings import ceilings
+from ..devices import DeviceSpec, device as lookup
+from ..errors import PerfModelError
+from ..measurements import load
+from ..occupancy import Occupancy, occupancy
+from .base import Prediction, Term
+from .traffic import block_unique_sectors, dram_traffic, l1_traffic
+
+__all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
+
+DEFAULT_REGISTERS = 32
+
+
+@functools.cache
+def _compiled(device_key: str) -> dict[str, tuple[int, int]]:
+    """Kernel entry -> (registers per thread, static shared memory) as compiled on the device."""
+    from ..suite.registry import get
+
+    data = load(device_key)
+    out: dict[str, tuple[int, int]] = {}
+    if not len(data):
+        return out
+    comp = data[data.source == "compiler"].pivot_table(index=["case", "params"], columns="metric",
+                                                        values="value", aggfunc="first").reset_index()
+    for _, r in comp.iterrows():
+        entry = get(r.case).entry(json.loads(r.params))
+        out[entry] = (int(r.num_regs), int(r.shared_size_bytes))
+    return out
+
+
+def resources(dev: DeviceSpec, case, params: dict[str, int]) -> tuple[int, int, bool]:
+    """(registers, static smem, known) of the case's kernel: recorded from the compiler, or a guess."""
+    got = _compiled(dev.key).get(case.entry(params))
+    if got:
+        return got[0], got[1], True
+    return DEFAULT_REGISTERS, 0, False
+
+
+def naive_roofline_time(case_name: str, device: str | DeviceSpec = "h200", **params: int) -> float:
+    """The baseline: datasheet FLOP rate and DRAM bandwidth, compulsory bytes only."""
+    from ..suite.registry import get
+
+    dev = lookup(device)
+    case = get(case_name)
+    p = case.bind(**params)
+    r, w = case.compulsory_bytes(p)
+    return max(case.flops(p) / dev.fp32_flops_per_s, (r + w) / dev.dram_bandwidth_bytes_per_s)
+
+
+def predict(case_name: str, device: str | DeviceSpec = "h200", **params: int) -> Prediction:
+    """Predict one registry case (memoised: a prediction depends only on its inputs)."""
+    from ..suite.registry import get
+
+    dev = lookup(device)
+    p = get(case_name).bind(**params)
+    return _predict(case_name, dev, tuple(sorted(p.items())))
+
+
+@functools.lru_cache(maxsize=4096)
+def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]) -> Prediction:
+    from ..suite.registry import get
+
+    case = get(case_name)
+    p = dict(items)
+    launch = case.launch(p)
+    accesses = case.accesses(p)
+    regs, static_smem, known = resources(dev, case, p)
+    notes = [] if known else [f"registers unknown (no recorded compile on {dev.name}): assumed {regs}"]
+    try:
+        occ: Occupancy | None = occupancy(dev, launch.threads_per_block, regs, static_smem,
+                                          case.dynamic_smem(p), opt_in=case.dynamic_smem(p) > 48 * 1024)
+    except PerfModelError as exc:
+        occ = None
+        notes.append(f"occupancy not computed: {exc}")
+    blocks_per_sm = occ.blocks_per_sm if occ else 1
+    resident = max(blocks_per_sm * dev.sm_count, 1)
+    waves = launch.blocks / resident
+
+    l1 = l1_traffic(accesses, launch)
+    per_block = block_unique_sectors(accesses, launch, store=False)
+    l2_read = int(per_block * launch.blocks * 32) if not math.isnan(per_block) else l1.load_sectors * 32
+    l2_read = min(l2_read, l1.load_sectors * 32) + l1.uncached_load_sectors * 32
+    l2_write = l1.store_sectors * 32
+    compulsory = case.compulsory_bytes(p)
+    if compulsory == (0, 0):  # no closed form: the distinct DRAM granules read, sectors written
+        gran = dev.arch.dram_granule_bytes
+        chunks = block_unique_sectors(accesses, launch, store=False, granule=gran)
+        reads = int(chunks * launch.blocks * gran) if not math.isnan(chunks) else l2_read
+        compulsory = (reads, l1.store_sectors * 32)
+    dram = dram_traffic(dev, compulsory, resident, launch, case.model, p)
+    notes.append(dram.note)
+
+    ceil = ceilings(dev)
+    clock = dev.sm_clock_hz
+    flops = case.flops(p)
+    terms = [
+        Term("dram", (dram.read_bytes + dram.write_bytes) / ceil.dram_bytes_per_s.value,
+             dram.read_bytes + dram.write_bytes, ceil.dram_bytes_per_s.value, ceil.dram_bytes_per_s.source),
+        Term("l2", (l2_read + l2_write) / ceil.l2_bytes_per_s.value, l2_read + l2_write,
+             ceil.l2_bytes_per_s.value, ceil.l2_bytes_per_s.source),
+        Term("smem", (l1.smem_load_wavefronts + l1.smem_store_wavefronts) * 128 / ceil.smem_bytes_per_s.value,
+             l1.smem_load_wavefronts + l1.smem_store_wavefronts, ceil.smem_bytes_per_s.value / 128,
+             "one 128-byte wavefront per SM per cycle, at the measured shared-memory bandwidth"),
+        Term("lsu", (l1.load_requests + l1.store_requests) / (dev.sm_count * clock),
+             l1.load_requests + l1.store_requests, dev.sm_count * clock,
+             "one global-memory request per SM per cycle"),
+        Term("fp32", flops / ceil.fp32_flops_per_s.value, flops, ceil.fp32_flops_per_s.value,
+             ceil.fp32_flops_per_s.source),
+    ]
+    lat = ceil.latency_dram_s
+    if occ and lat and l1.load_requests:
+        bytes_per_request = l1.load_bytes / l1.load_requests
+        in_flight = occ.warps_per_sm * dev.sm_count * case.loads_in_flight * bytes_per_request
+        rate = in_flight / lat.value
+        terms.append(Term("latency", dram.read_bytes / rate, dram.read_bytes, rate,
+                          f"Little's law: {in_flight / 2**20:.2f} MiB in flight / {lat.value * 1e9:.0f} ns"))
+    slowest = max(terms, key=lambda t: t.time_s)
+    time_s = slowest.time_s
+    if slowest.name in ("smem", "fp32", "lsu") and waves > 1:
+        time_s *= math.ceil(waves) / waves  # the last, partial wave leaves SMs idle
+    return Prediction(
+        case=case_name, device=dev.name, params=p, flops=flops,
+        global_load_bytes=l1.load_bytes, global_store_bytes=l1.store_bytes,
+        global_load_requests=l1.load_requests, global_load_sectors=l1.load_sectors,
+        global_store_requests=l1.store_requests, global_store_sectors=l1.store_sectors,
+        l2_read_bytes=l2_read, l2_write_bytes=l2_write, dram_read_bytes=dram.read_bytes,
+        dram_write_bytes=dram.write_bytes, smem_load_wavefronts=l1.smem_load_wavefronts,
+        smem_store_wavefronts=l1.smem_store_wavefronts, occupancy=occ, resident_blocks=resident,
+        blocks=launch.blocks, waves=waves, bound=slowest.name, time_s=time_s, breakdown=tuple(terms),
+        notes=tuple(notes))

@@ -1,0 +1,76 @@
+"""The one prediction type every model returns."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..occupancy import Occupancy
+
+
+@dataclass(frozen=True)
+class Term:
+    """One line of a time breakdown: what limits, how long it alone would take, and why."""
+
+    name: str  # dram | l2 | smem | lsu | fp32 | latency | launch
+    time_s: float
+    work: float
+    rate_per_s: float
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What a kernel case does on a device: operations, bytes per level, occupancy, time."""
+
+    case: str
+    device: str
+    params: dict[str, int]
+    flops: float
+    global_load_bytes: int  # what the threads request (the textbook's "global memory accesses")
+    global_store_bytes: int
+    global_load_requests: int
+    global_load_sectors: int
+    global_store_requests: int
+    global_store_sectors: int
+    l2_read_bytes: int
+    l2_write_bytes: int
+    dram_read_bytes: int
+    dram_write_bytes: int
+    smem_load_wavefronts: int
+    smem_store_wavefronts: int
+    occupancy: Occupancy | None
+    resident_blocks: int  # blocks resident on the whole device at once
+    blocks: int
+    waves: float
+    bound: str
+    time_s: float
+    breakdown: tuple[Term, ...] = ()
+    notes: tuple[str, ...] = ()
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def l2_bytes(self) -> int:
+        return self.l2_read_bytes + self.l2_write_bytes
+
+    @property
+    def dram_bytes(self) -> int:
+        return self.dram_read_bytes + self.dram_write_bytes
+
+    @property
+    def smem_wavefronts(self) -> int:
+        return self.smem_load_wavefronts + self.smem_store_wavefronts
+
+    @property
+    def arithmetic_intensity(self) -> dict[str, float]:
+        """FLOP per byte at each level (L1 = what the threads request)."""
+        def ai(b: float) -> float:
+            return self.flops / b if b else float("inf")
+        return {"l1": ai(self.global_load_bytes + self.global_store_bytes), "l2": ai(self.l2_bytes),
+                "dram": ai(self.dram_bytes)}
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.update(l2_bytes=self.l2_bytes, dram_bytes=self.dram_bytes, smem_wavefronts=self.smem_wavefronts,
+                 arithmetic_intensity=self.arithmetic_intensity)
+        return d

@@ -1,0 +1,110 @@
+"""Traffic at each level, derived from a case's access descriptions.
+
+L1 (requests, sectors, wavefronts): exact counts from perfmodel.memory.
+L2 reads: the distinct sectors each block loads (L1 reuse inside a block, none across blocks).
+DRAM: each array once while the kernel's footprint fits in L2; past that, per-family reuse
+models (matmul: the operand shared across block rows is streamed again for every wave of
+resident blocks, in each L2 partition).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..devices import DeviceSpec
+from ..memory import Access, Launch, analyse
+from ..memory.pattern import BLOCK_VARS, _Bound
+
+SECTOR = 32
+
+
+@dataclass(frozen=True)
+class L1Traffic:
+    uncached_load_sectors: int = 0  # loads that bypass L1 (ld.global.cg)
+    load_requests: int = 0
+    load_sectors: int = 0
+    load_bytes: int = 0
+    store_requests: int = 0
+    store_sectors: int = 0
+    store_bytes: int = 0
+    smem_load_wavefronts: int = 0
+    smem_store_wavefronts: int = 0
+    smem_load_instructions: int = 0
+    smem_store_instructions: int = 0
+
+
+def l1_traffic(accesses: list[Access], launch: Launch) -> L1Traffic:
+    t = dict.fromkeys(L1Traffic.__dataclass_fields__, 0)
+    for a in accesses:
+        c = analyse(a, launch)
+        if a.space == "global":
+            k = "store" if a.store else "load"
+            t[f"{k}_requests"] += c.requests
+            t[f"{k}_sectors"] += c.sectors
+            t[f"{k}_bytes"] += c.bytes_requested
+            if not a.l1_cached and not a.store:
+                t["uncached_load_sectors"] += c.sectors
+        else:
+            k = "smem_store" if a.store else "smem_load"
+            t[f"{k}_wavefronts"] += c.wavefronts
+            t[f"{k}_instructions"] += c.requests
+    return L1Traffic(**t)
+
+
+def block_unique_sectors(accesses: list[Access], launch: Launch, store: bool,
+                         samples: int = 2, row_budget: int = 1_000_000, granule: int = SECTOR) -> float:
+    """Mean distinct `granule`-byte chunks (default 32-byte sectors) one block touches (loads or
+    stores), over sampled blocks."""
+    glob = [a for a in accesses if a.space == "global" and a.store == store and a.l1_cached]
+    if not glob:
+        return 0.0
+    rng = np.random.default_rng(0)
+    grid = launch.grid
+    picks = [(0, 0, 0)] + [tuple(int(rng.integers(g)) for g in grid) for _ in range(samples - 1)]
+    totals = []
+    for bx, by, bz in picks:
+        keys = []
+        for a in glob:
+            bound = _Bound(a, launch)
+            loops = [(lp, launch.loops[lp]) for lp in a.loops]
+            n = math.prod(c for _, c in loops)
+            if n * launch.warps_per_block > row_budget:
+                return float("nan")
+            flat = np.arange(n)
+            values = {}
+            for name, count in reversed(loops):
+                values[name] = flat % count
+                flat = flat // count
+            for v, b in zip(BLOCK_VARS, (bx, by, bz), strict=True):
+                values[v] = np.full(n, b)
+            addr = bound.addresses(values).ravel()
+            addr = addr[addr >= 0]
+            keys.append((hash(a.array or a.name) % 1024) * (1 << 50) + addr // granule)
+        totals.append(len(np.unique(np.concatenate(keys))) if keys else 0)
+    return float(np.mean(totals))
+
+
+@dataclass(frozen=True)
+class DramEstimate:
+    read_bytes: int
+    write_bytes: int
+    note: str
+
+
+def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: int, launch: Launch,
+                 family: str, params: dict[str, int]) -> DramEstimate:
+    read, write = compulsory
+    if read + write <= dev.l2_bytes or family != "matmul":
+        return DramEstimate(read, write, "each array read once and written once (compulsory traffic)")
+    # matmul: B (k x n) is shared by every block row; a wave of resident blocks streams all of it
+    b_bytes = 4 * params["k"] * params["n"]
+    a_bytes = read - b_bytes
+    waves = launch.blocks / max(resident_blocks, 1)
+    partitions = dev.arch.l2_partitions
+    streams = max(1.0, waves * partitions)
+    return DramEstimate(int(a_bytes + streams * b_bytes), write,
+                        f"footprint {(read + write) / 2**20:.0f} MiB > L2 {dev.l2_bytes / 2**20:.0f} MiB: "
+                        f"B re-streamed once per wave ({waves:.1f} waves) in each of {partitions} L2 partitions")

@@ -1,0 +1,88 @@
+"""perfmodel report: every study's table, figures and page, and reports/index.html, rebuilt from
+the recorded measurements of a device plus fresh predictions."""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..ceilings import ceilings
+from ..devices import device as lookup
+from ..measurements import DATA_DIR, ROOT, load
+from ..occupancy import curves
+from ..validate import compare, summary
+from . import figures, studies
+
+REPORTS = ROOT / "reports"
+
+
+def build(device: str = "h200", out: Path | None = None, progress: bool = True) -> Path:
+    """Write reports/<device>/ (CSV, PNG, Markdown per study) and reports/index.html."""
+    t0 = time.time()
+    dev = lookup(device)
+    out = out or REPORTS
+    folder = out / dev.key
+    folder.mkdir(parents=True, exist_ok=True)
+    data = load(dev.key)
+    if not len(data):
+        raise SystemExit(f"no recorded measurements under {DATA_DIR / dev.key}: run `perfmodel validate` "
+                         "on a GPU first")
+    table = compare(dev.key, data, progress=progress)
+    table.to_csv(folder / "comparison.csv", index=False)
+    summ = summary(table)
+    summ.to_csv(folder / "summary.csv", index=False)
+    ceil = ceilings(dev)
+    pages = []
+    for name, fn in studies.STUDIES.items():
+        if progress:
+            print(f"  report: {name}", flush=True)
+        page = fn(dev, data, table, ceil, folder)
+        (folder / f"{name}.md").write_text(page.markdown())
+        pages.append(page)
+    figures.scatter(table[table.kind.isin(["counter", "counter-exact", "time"])], folder / "scatter_all.png",
+                    f"All predictions vs {dev.name} measurements")
+    _index(dev, data, summ, pages, out, folder)
+    if progress:
+        print(f"reports written to {folder} and {out / 'index.html'} in {time.time() - t0:.0f}s")
+    return out / "index.html"
+
+
+def _provenance(data: pd.DataFrame) -> str:
+    cols = ["run_id", "device", "driver", "cuda", "pycuda", "sm_clock_mhz", "commit", "utc"]
+    runs = data[cols].drop_duplicates("run_id")
+    return runs.to_html(index=False, border=0)
+
+
+def _index(dev, data, summ: pd.DataFrame, pages, out: Path, folder: Path) -> None:
+    rel = folder.relative_to(out)
+    rows = []
+    for p in pages:
+        s = summ[summ.study == p.study] if p.study else summ.iloc[0:0]
+        acc = "; ".join(f"{r.kind}: {r.within_5pct}/{r.rows} within 5 %"
+                        + (f", MAPE {100 * r.mape:.1f} %" if r.kind == "time" else "") for r in s.itertuples())
+        img = f'<img src="{rel}/{p.figures[0][1]}" width="320" alt="{html.escape(p.figures[0][0])}">' \
+            if p.figures else ""
+        rows.append(f"<tr><td><a href='{rel}/{p.name}.md'>{html.escape(p.title)}</a><br>"
+                    f"<small>{html.escape(p.headline)}</small></td><td>{html.escape(acc)}</td><td>{img}</td></tr>")
+    page = f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>perfmodel: {html.escape(dev.name)}</title>
+<style>body{{font-family:sans-serif;max-width:1100px;margin:auto}} td{{vertical-align:top;padding:6px}}
+table{{border-collapse:collapse}} tr{{border-bottom:1px solid #ddd}}</style></head><body>
+<h1>perfmodel on {html.escape(dev.name)}</h1>
+<p>Every prediction of the analytical model beside the recorded measurement: Nsight Compute counters,
+CUDA-event times and the driver's occupancy API. Rebuild with <code>perfmodel report</code>.</p>
+<p><img src="{rel}/scatter_all.png" width="420" alt="all predictions against measurements"></p>
+<table><tr><th>study</th><th>accuracy</th><th>figure</th></tr>{''.join(rows)}</table>
+<h2>Accuracy by study</h2>{summ.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0)}
+<h2>Provenance of the data</h2>{_provenance(data)}
+</body></html>
+"""
+    (out / "index.html").write_text(page)
+
+
+__all__ = ["build", "curves", "json", "np"]

@@ -1,0 +1,120 @@
+"""Figures of the reports (matplotlib, Agg backend, PNG)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from ..ceilings import Ceilings  # noqa: E402
+
+
+def _save(fig, path: Path) -> str:
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path.name
+
+
+def _param(table: pd.DataFrame, key: str) -> pd.Series:
+    return table.params.map(lambda s: json.loads(s).get(key))
+
+
+def scatter(table: pd.DataFrame, path: Path, title: str) -> str:
+    """Predicted against measured, log-log, y = x and a +-10 % band."""
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    t = table[(table.measured > 0) & (table.predicted > 0)]
+    for kind, g in t.groupby("kind"):
+        ax.scatter(g.measured, g.predicted, s=12, alpha=0.7, label=f"{kind} ({len(g)})")
+    if len(t):
+        lo, hi = min(t.measured.min(), t.predicted.min()), max(t.measured.max(), t.predicted.max())
+        x = np.geomspace(lo, hi, 50)
+        ax.plot(x, x, "k-", lw=1)
+        ax.fill_between(x, 0.9 * x, 1.1 * x, color="grey", alpha=0.2, label="±10 %")
+    ax.set(xscale="log", yscale="log", xlabel="measured", ylabel="predicted", title=title)
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def roofline(ceil: Ceilings, points: pd.DataFrame, path: Path, device: str) -> str:
+    """Hierarchical roofline: DRAM, L2, shared diagonals and FP32/FP64 flats; one dot per level."""
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    ai = np.geomspace(1 / 64, 1024, 200)
+    for c, style in ((ceil.dram_bytes_per_s, "C0-"), (ceil.l2_bytes_per_s, "C1-"), (ceil.smem_bytes_per_s, "C2-")):
+        ax.plot(ai, np.minimum(ai * c.value, ceil.fp32_flops_per_s.value), style, lw=1.5,
+                label=f"{c.name}: {c.value / 1e12:.2f} TB/s ({c.source.split(':')[0]})")
+    for c, style in ((ceil.fp32_flops_per_s, "k-"), (ceil.fp64_flops_per_s, "k--")):
+        ax.axhline(c.value, ls=style[1:], color="k", lw=1,
+                   label=f"{c.name}: {c.value / 1e12:.1f} TFLOP/s ({c.source.split(':')[0]})")
+    markers = {"dram": "o", "l2": "s", "l1": "^"}
+    for i, (case, g) in enumerate(points.groupby("label")):
+        for _, r in g.iterrows():
+            ax.scatter(r.ai, r.measured_flops, marker=markers[r.level], color=f"C{(i + 3) % 10}", s=30,
+                       edgecolor="k", lw=0.4)
+            ax.scatter(r.ai, r.predicted_flops, marker=markers[r.level], facecolor="none",
+                       edgecolor=f"C{(i + 3) % 10}", s=40)
+        ax.annotate(case, (g.ai.iloc[0], g.measured_flops.iloc[0]), fontsize=6, xytext=(3, 3),
+                    textcoords="offset points")
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)", ylabel="FLOP/s",
+           title=f"Hierarchical roofline, {device} (filled: measured; open: predicted; o DRAM, s L2, ^ L1)")
+    ax.set_ylim(1e10, 2 * ceil.fp32_flops_per_s.value)
+    ax.legend(fontsize=7, loc="lower right")
+    return _save(fig, path)
+
+
+def lines(df: pd.DataFrame, x: str, ys: list[tuple[str, str, str]], path: Path, title: str, xlabel: str,
+          ylabel: str, group: str | None = None, logx: bool = False, logy: bool = False,
+          marks: list[tuple[float, str]] | None = None) -> str:
+    """ys: (column, style, label). One line per group value when `group` is given."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    groups = df.groupby(group) if group else [("", df)]
+    for i, (g, d) in enumerate(groups):
+        d = d.sort_values(x)
+        for col, style, label in ys:
+            ax.plot(d[x], d[col], style, color=f"C{i}", label=f"{label} {group}={g}" if group else label)
+    for value, label in marks or []:
+        ax.axvline(value, color="grey", ls=":", lw=1)
+        ax.annotate(label, (value, ax.get_ylim()[1]), fontsize=7, rotation=90, va="top", ha="right")
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def bars(labels: list[str], series: dict[str, list[float]], path: Path, title: str, ylabel: str) -> str:
+    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(labels)), 4.5))
+    width = 0.8 / len(series)
+    x = np.arange(len(labels))
+    for i, (name, values) in enumerate(series.items()):
+        ax.bar(x + i * width, values, width, label=name)
+    ax.set_xticks(x + 0.4 - width / 2, labels, rotation=60, ha="right", fontsize=7)
+    ax.set(title=title, ylabel=ylabel)
+    ax.legend(fontsize=7)
+    return _save(fig, path)
+
+
+def timeline(events: pd.DataFrame, path: Path, title: str) -> str:
+    """Per-stream H2D / kernel / D2H spans of one run (stat = streamI.stage)."""
+    fig, ax = plt.subplots(figsize=(8, 0.5 + 0.35 * events.streams.nunique() * 4))
+    y = 0
+    for s, g in events.groupby("streams"):
+        times = {r.stat: r.value * 1e3 for _, r in g.iterrows()}
+        n = int(s)
+        for i in range(n):
+            t = [times.get(f"stream{i}.{k}", np.nan) for k in ("h2d_start", "kernel_start", "d2h_start", "d2h_end")]
+            for (a, b), color in zip(((t[0], t[1]), (t[1], t[2]), (t[2], t[3])), ("C0", "C2", "C1"), strict=True):
+                ax.barh(y, b - a, left=a, color=color, height=0.8)
+            y += 1
+        ax.axhline(y - 0.5, color="k", lw=0.5)
+        ax.annotate(f"{n} stream(s)", (0, y - 1), fontsize=7)
+    ax.set(xlabel="ms since the first copy", yticks=[], title=title + " (blue H2D, green kernel, orange D2H)")
+    return _save(fig, path)

@@ -1,0 +1,122 @@
+"""Predictions beside measurements: one tidy table for every prediction that has a measurement."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .devices import device as lookup
+from .measurements import load
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# Prediction field -> (ncu metric, unit, scale applied to the prediction)
+COUNTERS = {
+    "global_load_requests": ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "request", 1),
+    "global_load_sectors": ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "sector", 1),
+    "global_store_requests": ("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "request", 1),
+    "global_store_sectors": ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "sector", 1),
+    "smem_load_wavefronts": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "wavefront", 1),
+    "smem_store_wavefronts": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "wavefront", 1),
+    "l2_read_bytes": ("lts__t_sectors_srcunit_tex_op_read.sum", "sector", 1 / 32),
+    "l2_write_bytes": ("lts__t_sectors_srcunit_tex_op_write.sum", "sector", 1 / 32),
+    "dram_read_bytes": ("dram__bytes_read.sum", "B", 1),
+    "dram_write_bytes": ("dram__bytes_write.sum", "B", 1),
+}
+EXACT = {"global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors",
+         "smem_load_wavefronts", "smem_store_wavefronts"}
+SMALL_DRAM_BYTES = 1 << 20
+LIMITS = {"warps": "launch__occupancy_limit_warps", "registers": "launch__occupancy_limit_registers",
+          "shared_memory": "launch__occupancy_limit_shared_mem", "blocks": "launch__occupancy_limit_blocks"}
+
+
+def _rel(pred: float, meas: float) -> float:
+    if meas == 0:
+        return 0.0 if pred == 0 else float("inf")
+    return (pred - meas) / meas
+
+
+def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bool = True) -> pd.DataFrame:
+    """study, case, case_id, params, metric, unit, kind, predicted, measured, rel_error, baseline."""
+    import pandas as pd
+
+    from .models import naive_roofline_time, predict
+    from .suite.registry import REGISTRY, _load
+
+    _load()
+    dev = lookup(device)
+    data = load(dev.key) if data is None else data
+    ncu = data[data.source == "ncu"].pivot_table(index="case_id", columns="metric", values="value",
+                                                  aggfunc="median")
+    events = data[(data.metric == "time_s") & (data.stat == "median")].groupby("case_id").value.median()
+    driver = data[(data.source == "driver") & (data.metric == "blocks_per_sm")].groupby("case_id").value.first()
+    cases = data[data.case.isin(REGISTRY)].drop_duplicates("case_id")[["study", "case", "case_id", "params"]]
+    rows: list[dict] = []
+    t0 = time.time()
+    for i, (_, c) in enumerate(cases.iterrows(), 1):
+        if progress and (i % 50 == 0 or i == len(cases)):
+            print(f"  compare: {i}/{len(cases)} cases ({time.time() - t0:.0f}s)", file=sys.stderr, flush=True)
+        params = json.loads(c.params)
+        pred = predict(c.case, dev, **params)
+
+        def add(metric: str, unit: str, kind: str, p: float, m: float, baseline: float = np.nan,
+                _c=c) -> None:
+            rows.append(dict(study=_c.study, case=_c.case, case_id=_c.case_id, params=_c.params, metric=metric,
+                             unit=unit, kind=kind, predicted=float(p), measured=float(m),
+                             rel_error=_rel(float(p), float(m)), baseline=baseline))
+
+        if c.case_id in ncu.index:
+            m = ncu.loc[c.case_id]
+            for field, (metric, unit, scale) in COUNTERS.items():
+                if metric in m and not np.isnan(m[metric]):
+                    p = getattr(pred, field) * scale
+                    if p == 0 and m[metric] == 0:
+                        continue
+                    kind = "counter-exact" if field in EXACT else "counter"
+                    if field.startswith("dram") and max(p, m[metric]) < SMALL_DRAM_BYTES:
+                        kind = "counter-noise"  # code and constant fetches of a tiny kernel
+                    elif field == "dram_write_bytes":
+                        kind = "counter-writeback"  # dirty lines may stay in L2 past the kernel's end
+                    add(field if scale == 1 else field.replace("_bytes", "_sectors"), unit, kind, p, m[metric])
+            if pred.occupancy is not None:
+                occ = pred.occupancy
+                if "sm__maximum_warps_per_active_cycle_pct" in m:
+                    add("theoretical_occupancy_pct", "%", "occupancy", round(100 * occ.occupancy, 2),
+                        m["sm__maximum_warps_per_active_cycle_pct"])
+                limits = {"warps": occ.block_limit_warps, "registers": occ.block_limit_registers,
+                          "shared_memory": occ.block_limit_shared_memory_at_carveout,
+                          "blocks": occ.block_limit_blocks}
+                uses_smem = occ.static_smem_bytes + occ.dynamic_smem_bytes > 0
+                for name, metric in LIMITS.items():
+                    if metric in m and limits[name] is not None:
+                        # ncu shows the block slots as the shared-memory limit of a kernel using none
+                        value = limits[name] if (name != "shared_memory" or uses_smem) \
+                            else occ.block_limit_blocks
+                        add(f"block_limit_{name}", "block", "occupancy", value, m[metric])
+            flop_metrics = ["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
+                            "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
+                            "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"]
+            if pred.flops and all(f in m for f in flop_metrics) and c.case.startswith(("matmul", "probe.fma")):
+                add("flops", "FLOP", "counter", pred.flops, 2 * m[flop_metrics[0]] + m[flop_metrics[1]]
+                    + m[flop_metrics[2]])
+        if c.case_id in driver.index and pred.occupancy is not None:
+            add("blocks_per_sm", "block", "occupancy", pred.occupancy.blocks_per_sm, driver[c.case_id])
+        if c.case_id in events.index:
+            add("time_s", "s", "time", pred.time_s, events[c.case_id],
+                baseline=naive_roofline_time(c.case, dev, **params))
+    return pd.DataFrame(rows)
+
+
+def summary(table: pd.DataFrame) -> pd.DataFrame:
+    """Per study and kind: cases, exact matches, median and max |error|, MAPE."""
+    t = table.assign(abs_err=table.rel_error.abs().replace(np.inf, np.nan))
+    g = t.groupby(["study", "kind"])
+    return g.agg(rows=("metric", "size"), exact=("rel_error", lambda s: int((s == 0).sum())),
+                 within_5pct=("abs_err", lambda s: int((s <= 0.05).sum())),
+                 median_abs_error=("abs_err", "median"), max_abs_error=("abs_err", "max"),
+                 mape=("abs_err", "mean")).reset_index()
