@@ -213,7 +213,7 @@ def occupancy(device: DeviceSpec | str, threads_per_block: int, registers_per_th
     warps_per_block = int(lim.warps_per_block)
     reg, smem = int(lim.registers), int(lim.shared_memory)
     alloc = int(lim.smem_per_block_bytes)
-    carveout = driver_carveout(dev, lim, carveout)
+    chosen = driver_carveout(dev, lim, carveout)
     return Occupancy(
         device=dev.name, threads_per_block=threads_per_block,
         registers_per_thread=registers_per_thread, static_smem_bytes=static_smem_bytes,
@@ -226,8 +226,8 @@ def occupancy(device: DeviceSpec | str, threads_per_block: int, registers_per_th
         block_limit_warps=int(lim.warps), block_limit_registers=None if reg == INT_MAX else reg,
         block_limit_shared_memory=None if smem == INT_MAX else smem,
         block_limit_blocks=lim.block_slots, registers_per_block=int(lim.registers_per_block),
-        smem_per_block_bytes=alloc, smem_per_sm_bytes=int(lim.smem_per_sm_bytes), carveout_bytes=carveout,
-        block_limit_shared_memory_at_carveout=(carveout // alloc if alloc and smem != INT_MAX else None))
+        smem_per_block_bytes=alloc, smem_per_sm_bytes=int(lim.smem_per_sm_bytes), carveout_bytes=chosen,
+        block_limit_shared_memory_at_carveout=(chosen // alloc if alloc and smem != INT_MAX else None))
 
 
 def driver_carveout(dev: DeviceSpec, lim: Limits, preference: int | None) -> int:

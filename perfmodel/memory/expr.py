@@ -142,6 +142,10 @@ def parse(text: str) -> Expr:
 
 def substitute(text: str, defs: Mapping[str, str]) -> str:
     """Inline `defs` (name -> expression) into text, innermost last, parenthesised."""
+    for expr in (text, *defs.values()):
+        parse(expr)  # malformed or disallowed text fails here, pointing at the token
+    if not defs:
+        return text
     tree = ast.parse(_c_to_python(text).strip(), mode="eval")
     parsed = {k: ast.parse(_c_to_python(v).strip(), mode="eval").body for k, v in defs.items()}
 
