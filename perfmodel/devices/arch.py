@@ -36,7 +36,6 @@ class ArchFacts:
     reserved_smem_per_block_bytes: int  # the driver's default reservation
     shared_memory_banks: int = 32
     bank_width_bytes: int = 4
-    l2_partitions: int = 1  # L2 halves that each fetch a line their SMs need (A100/H100 whitepapers)
     dram_granule_bytes: int = 32  # smallest DRAM read (the H200 reads 64-byte sector pairs)
 
     @property
@@ -106,6 +105,5 @@ def arch(major: int, minor: int) -> ArchFacts:
         carveout_steps_bytes=steps,
         barrier_slots_per_block_limit=_barrier_slots(major, minor),
         reserved_smem_per_block_bytes=1 * KiB if major >= 8 else 0,
-        l2_partitions=2 if (major, minor) in ((8, 0), (9, 0), (10, 0)) else 1,
         dram_granule_bytes=64 if (major, minor) in ((8, 0), (9, 0), (10, 0)) else 32,
     )

@@ -36,6 +36,11 @@ class GlobalAccess:
         return self.bytes_requested / self.bytes_moved if self.sectors else 1.0
 
     @property
+    def line_efficiency(self) -> float:
+        """The same against whole 128-byte lines: the textbook's transaction-level figure."""
+        return self.bytes_requested / (self.lines * LINE_BYTES) if self.lines else 1.0
+
+    @property
     def sectors_per_request(self) -> float:
         return self.sectors / self.requests if self.requests else 0.0
 

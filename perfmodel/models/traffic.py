@@ -99,12 +99,14 @@ def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: 
     read, write = compulsory
     if read + write <= dev.l2_bytes or family != "matmul":
         return DramEstimate(read, write, "each array read once and written once (compulsory traffic)")
-    # matmul: B (k x n) is shared by every block row; a wave of resident blocks streams all of it
+    # matmul: B (k x n) is shared by every block row. Blocks launched together, one per SM, share
+    # each B slice in L2; later residency slots run staggered and do not (seen on the H200: DRAM
+    # reads of tiled/coarsened matmul at 4096, TILE 16 and 32, COARSE 1-8). So B is streamed
+    # again for every group of max(SMs, blocks per row) consecutive blocks.
     b_bytes = 4 * params["k"] * params["n"]
     a_bytes = read - b_bytes
-    waves = launch.blocks / max(resident_blocks, 1)
-    partitions = dev.arch.l2_partitions
-    streams = max(1.0, waves * partitions)
+    streams = max(1.0, launch.blocks / max(dev.sm_count, launch.grid[0]))
     return DramEstimate(int(a_bytes + streams * b_bytes), write,
                         f"footprint {(read + write) / 2**20:.0f} MiB > L2 {dev.l2_bytes / 2**20:.0f} MiB: "
-                        f"B re-streamed once per wave ({waves:.1f} waves) in each of {partitions} L2 partitions")
+                        f"B streamed {streams:.1f} times, once per {max(dev.sm_count, launch.grid[0])} "
+                        "consecutive blocks")

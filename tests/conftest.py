@@ -1,0 +1,23 @@
+"""Shared fixtures: the comparison of the model with the recorded H200 data (built once)."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def comparison():
+    from perfmodel.measurements import load
+    from perfmodel.validate import compare
+
+    data = load("h200")
+    if not len(data):
+        pytest.skip("no recorded H200 data under reports/data/h200")
+    return compare("h200", data, progress=False)
+
+
+def describe(rows) -> str:
+    """A failure message that names study, case, metric, predicted and measured."""
+    lines = [f"{r.study} {r.case_id} {r.metric}: predicted {r.predicted:.6g}, measured {r.measured:.6g} "
+             f"({100 * r.rel_error:+.2f} %)" for r in rows.head(15).itertuples()]
+    return f"{len(rows)} row(s) off:\n  " + "\n  ".join(lines)

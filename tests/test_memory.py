@@ -1,0 +1,100 @@
+"""Memory-access analysis on its own: the textbook's lessons as computed facts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.errors import AccessError
+from perfmodel.memory import Access, Launch, analyse, global_access, parse, shared_access
+
+LANE = np.arange(32)
+
+
+@pytest.mark.parametrize("stride, efficiency", [(1, 1.0), (2, 0.5), (4, 0.25), (8, 0.125), (32, 0.125)])
+def test_stride_table_for_4_byte_loads(stride, efficiency):
+    g = global_access(LANE * 4 * stride, 4)
+    assert g.requests == 1 and g.efficiency == efficiency
+
+
+def test_efficiency_floor_for_scattered_lanes():
+    g = global_access(LANE * 4096, 4)
+    assert g.sectors == 32 and g.efficiency == 0.125  # 4 of the 32 bytes each sector carries
+    assert g.line_efficiency == pytest.approx(0.03125)  # the textbook's 3.1 %: 4 of 128-byte lines
+
+
+def test_float4_loads_move_512_bytes_in_16_sectors():
+    g = global_access(LANE * 16, 16)
+    assert (g.sectors, g.lines, g.efficiency) == (16, 4, 1.0)
+
+
+def test_misaligned_start_costs_one_more_sector():
+    assert global_access(4 + LANE * 4, 4).sectors == 5
+
+
+@pytest.mark.parametrize("pad, ways", [(0, 32), (1, 1), (2, 2)])
+def test_column_read_of_32x32_tile(pad, ways):
+    s = shared_access((LANE * (32 + pad)) * 4, 4)
+    assert s.max_ways == ways and s.wavefronts == ways
+
+
+def test_16x17_row_store_has_a_2_way_conflict():
+    launch = Launch(block=(16, 16, 1), grid=(1, 1, 1))
+    c = analyse(Access("tile[ty][tx]", "shared", "ty*17 + tx", store=True), launch)
+    assert c.requests == 8 and c.wavefronts == 16  # two rows per warp share banks 0 and 16
+
+
+def test_corner_turning_conflicts_tile_32_vs_16():
+    def waves(tile: int) -> int:
+        launch = Launch(block=(tile, tile, 1), grid=(1, 1, 1), loops={"kk": tile}, params={"T": tile})
+        return analyse(Access("Bds[tx][kk]", "shared", "tx*T + kk", loops=("kk",)), launch).wavefronts
+
+    assert waves(32) == 32 * 32 * 32  # 32 warps x 32 kk x 32-way
+    assert waves(16) == 8 * 16 * 8  # 8 warps x 16 kk x 8-way: lanes 16 apart hit 2 banks
+
+
+def test_broadcast_costs_once_per_group():
+    zero = np.zeros(32, dtype=np.int64)
+    assert shared_access(zero, 4).wavefronts == 1
+    assert shared_access(zero, 8).wavefronts == 1  # a uniform half-warp pair shares
+    assert shared_access(zero, 16).wavefronts == 2  # quarter-warp pairs share, halves do not
+
+
+@pytest.mark.parametrize("width, stride, waves", [(8, 1, 2), (8, 2, 4), (16, 1, 4), (16, 2, 8), (16, 33, 4)])
+def test_wide_accesses(width, stride, waves):
+    assert shared_access(LANE * width * stride, width).wavefronts == waves
+
+
+def test_inactive_lanes_do_not_count():
+    a = np.where(LANE < 8, LANE * 4, -1)
+    assert global_access(a, 4).sectors == 1
+    assert shared_access(np.full(32, -1), 4).wavefronts == 0
+
+
+def test_bad_shapes_and_alignment_name_the_lane():
+    with pytest.raises(AccessError, match=r"shape \(\.\.\., 32\)"):
+        global_access(np.arange(31), 4)
+    with pytest.raises(AccessError, match="lane 1 of row 0 accesses address 18"):
+        global_access(np.r_[0, 18, np.zeros(30, int)], 8)
+    with pytest.raises(AccessError, match="width"):
+        global_access(LANE * 4, 3)
+
+
+@pytest.mark.parametrize("text, where", [("tx +* 2", "^"), ("os.system", "threadIdx"), ("tx ** 2", "Pow"),
+                                         ("open('x')", "min() and max()"), ("lambda: 1", "Lambda")])
+def test_expressions_are_parsed_safely(text, where):
+    with pytest.raises(AccessError, match=__import__("re").escape(where)):
+        parse(text)
+
+
+def test_expression_uses_cuda_names_and_c_operators():
+    e = parse("threadIdx.x + blockIdx.x*blockDim.x < n && tx % 2 == 0")
+    assert e.names == {"tx", "bx", "bdx", "n"}
+    assert e.evaluate({"tx": np.arange(4), "bx": 0, "bdx": 4, "n": 3}).tolist() == [True, False, True, False]
+
+
+def test_sampling_is_flagged_and_close():
+    launch = Launch(block=(256, 1, 1), grid=(4096, 1, 1), loops={"it": 64}, defs={"i": "bx*256 + tx"})
+    c = analyse(Access("x", "global", "(i*i + it) % 65536", loops=("it",)), launch)
+    assert c.sampled_fraction < 1
+    assert c.requests == pytest.approx(4096 * 8 * 64, rel=0.01)

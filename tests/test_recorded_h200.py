@@ -1,0 +1,149 @@
+"""The model against the recorded H200 measurements (reports/data/h200): runs in CI, no GPU.
+
+What is exact is asserted exact; where the model is a bound or has a known, explained gap the
+test asserts the bound and names the gap; time accuracy is asserted at the level reached so far.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from perfmodel.devices import device
+from tests.conftest import describe
+
+H200 = device("h200")
+
+
+def _sel(t, **eq):
+    for k, v in eq.items():
+        t = t[t[k].isin(v) if isinstance(v, list | tuple | set) else t[k] == v]
+    return t
+
+
+def test_microbenchmark_counters_are_exact(comparison):
+    t = comparison[comparison.case.str.startswith("mem.") & (comparison.kind == "counter-exact")]
+    assert len(t) >= 1000
+    bad = t[t.rel_error != 0]
+    assert bad.empty, describe(bad)
+
+
+def test_real_kernels_global_requests_and_sectors(comparison):
+    t = comparison[~comparison.case.str.startswith("mem.") & comparison.metric.str.startswith("global_")]
+    assert len(t) >= 200
+    bad = t[t.rel_error.abs() > 0.05]  # exact where enumerated, sampled estimates within 5 %
+    assert bad.empty, describe(bad)
+    assert (t.rel_error == 0).sum() >= len(t) // 2
+
+
+def test_shared_wavefronts_pattern_is_a_tight_lower_bound(comparison):
+    """In full kernels L1 fills from global loads contend for the shared-memory banks: ncu counts
+    a few percent more wavefronts than the access pattern needs, never fewer."""
+    t = comparison[~comparison.case.str.startswith("mem.") & comparison.metric.str.startswith("smem_")]
+    assert len(t) >= 50
+    below = t[t.rel_error > 0.01]
+    assert below.empty, describe(below)
+    loose = t[t.rel_error < -0.25]
+    assert loose.empty, describe(loose)
+    loads = t[(t.metric == "smem_load_wavefronts") & t.case.str.startswith("matmul")]
+    assert loads.rel_error.abs().max() < 0.01, describe(loads[loads.rel_error.abs() >= 0.01])
+
+
+def test_occupancy_matches_driver_and_ncu(comparison):
+    t = comparison[comparison.metric.isin(["blocks_per_sm", "theoretical_occupancy_pct", "block_limit_warps",
+                                           "block_limit_registers", "block_limit_blocks"])]
+    assert len(_sel(t, metric="blocks_per_sm")) >= 20
+    bad = t[t.rel_error != 0]
+    assert bad.empty, describe(bad)
+
+
+def test_ncu_shared_memory_limit_follows_the_driver_carveout(comparison):
+    t = comparison[comparison.metric == "block_limit_shared_memory"]
+    bad = t[t.rel_error != 0]
+    # known gap: for 256-thread blocks with static shared memory (16x16 tiles, 32x8 transpose)
+    # the driver configures a larger carveout than the smallest that fits; its rule is not
+    # captured yet. Kernels with dynamic or no shared memory match exactly.
+    static = bad.case.isin(["mem.shared_tile", "matmul.tiled", "matmul.corner_turning", "transpose.rows",
+                            "transpose.smem"])
+    unexplained = bad[~static]
+    assert unexplained.empty, describe(unexplained)
+    assert len(bad) <= len(t) // 10
+
+
+def test_dram_reads(comparison):
+    t = comparison[(comparison.metric == "dram_read_bytes") & (comparison.kind == "counter")]
+    known = t.case_id.str.startswith("transpose.naive")  # scattered 4-byte stores: +6-8 % reads
+    bad = t[~known & (t.rel_error.abs() > 0.05)]
+    assert bad.empty, describe(bad)
+    gaps = t[known]
+    assert gaps.rel_error.abs().max() < 0.10, describe(gaps)
+
+
+def test_matmul_dram_reuse_model_at_4096(comparison):
+    t = comparison[(comparison.metric == "dram_read_bytes") & comparison.case_id.str.contains("m=4096")]
+    assert len(t) >= 6 and t.measured.min() > 8 * 134e6  # far past compulsory: the reuse model is tested
+    bad = t[t.rel_error.abs() > 0.1]
+    assert bad.empty, describe(bad)
+
+
+def test_dram_writes_are_bounded_by_the_l2_residue(comparison):
+    """ncu counts write-backs during the kernel; up to an L2's worth of dirty lines leaves later."""
+    t = comparison[comparison.metric == "dram_write_bytes"]
+    over = t[t.measured > 1.02 * t.predicted + (2 << 20)]  # + write-backs of earlier kernels' lines
+    assert over.empty, describe(over)
+    residue = t[t.predicted - t.measured > H200.l2_bytes]
+    assert residue.empty, describe(residue)
+
+
+def test_l2_reads(comparison):
+    t = comparison[comparison.metric == "l2_read_sectors"]
+    streaming = t[t.study.isin(["transpose", "ceilings", "coalescing"])]
+    bad = streaming[streaming.rel_error.abs() > 0.05]
+    assert bad.empty, describe(bad)
+    # with reuse, the model counts L1 reuse inside a block only: an upper bound, except temporal
+    # blocking, whose four halo loads per cell re-fetch ~10 % of their sectors from L2
+    reuse = t[t.study.isin(["matmul", "stencil"])]
+    temporal = reuse.case.eq("stencil.temporal")
+    under = reuse[(reuse.rel_error < -0.05) & ~temporal]
+    assert under.empty, describe(under)
+    assert reuse[temporal].rel_error.abs().max() < 0.15, describe(reuse[temporal])
+
+
+def test_flops_executed(comparison):
+    t = comparison[comparison.metric == "flops"]
+    ragged = t.params.map(lambda s: any(v % 32 for v in json.loads(s).values()))
+    exact = t[~ragged & (t.rel_error.abs() > 1e-4)]
+    assert exact.empty, describe(exact)
+    # ragged tiles multiply zero padding: executed FLOPs exceed 2mnk
+    assert (t[ragged].measured >= t[ragged].predicted).all()
+
+
+def test_time_model_beats_the_naive_roofline(comparison):
+    t = comparison[comparison.kind == "time"]
+    model = t.rel_error.abs().mean()
+    baseline = ((t.baseline - t.measured) / t.measured).abs().mean()
+    assert model < baseline / 2, f"model MAPE {model:.3f} vs naive roofline {baseline:.3f}"
+
+
+def test_time_accuracy_reached_so_far(comparison):
+    """The models issue asks MAPE <= 10 % everywhere; these are the levels reached (see the reports)."""
+    t = comparison[comparison.kind == "time"]
+    reached = {"ceilings": 0.10, "matmul": 0.25, "stencil": 0.55, "transpose": 0.50}
+    for study, bound in reached.items():
+        s = t[t.study == study]
+        mape = s.rel_error.abs().mean()
+        assert mape <= bound, f"{study}: time MAPE {mape:.3f} > {bound}\n" + describe(
+            s.sort_values("rel_error", key=np.abs, ascending=False))
+    tiled = t[t.case.isin(["matmul.tiled", "matmul.coarsened"]) & ~t.case_id.str.contains("coarse=8")]
+    assert tiled.rel_error.abs().max() <= 0.20, describe(tiled[tiled.rel_error.abs() > 0.20])
+
+
+def test_ceilings_meet_the_suite_targets():
+    from perfmodel.ceilings import ceilings
+
+    c = ceilings(H200)
+    assert c.dram_bytes_per_s.source.startswith("measured")
+    assert c.dram_bytes_per_s.value >= 0.90 * c.memcpy_bytes_per_s.value  # float4 copy vs cuMemcpyDtoD
+    assert c.fp32_flops_per_s.value >= 0.90 * 67e12
+    assert c.latency_l1_s.value < c.latency_l2_s.value < c.latency_dram_s.value
