@@ -1,0 +1,61 @@
+"""The perfmodel CLI end to end (in-process)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perfmodel.cli import main
+
+
+def test_occupancy_report_and_json(capsys, tmp_path):
+    assert main(["occupancy", "--device", "H200", "--threads", "256", "--regs", "96", "--smem", "16KiB",
+                 "--plot", str(tmp_path / "occ.png")]) == 0
+    out = capsys.readouterr().out
+    assert "2 blocks, 16 warps, occupancy 25.0 % (limited by registers)" in out
+    assert (tmp_path / "occ.png").stat().st_size > 10_000
+    assert main(["occupancy", "--threads", "512", "--regs", "64", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["blocks_per_sm"] == 2
+
+
+def test_bad_input_is_a_clear_error(capsys):
+    assert main(["occupancy", "--threads", "2048", "--regs", "32"]) == 2
+    assert "threads per block = 2048 violates the limit" in capsys.readouterr().err
+    assert main(["smem", "--block", "32", "--index", "tx +* 2"]) == 2
+    assert "^" in capsys.readouterr().err
+    assert main(["occupancy", "--device", "H300", "--threads", "32", "--regs", "8"]) == 2
+    assert "did you mean" in capsys.readouterr().err
+
+
+def test_smem_and_global_speak_cuda(capsys):
+    assert main(["smem", "--block", "32x32", "--index", "tx*32 + ty"]) == 0
+    assert "32-way bank conflict" in capsys.readouterr().out
+    assert main(["smem", "--block", "32x32", "--index", "ty*33 + tx"]) == 0
+    assert "no bank conflict" in capsys.readouterr().out
+    assert main(["global", "--block", "256", "--index", "(bx*bdx + tx)*stride", "--define", "stride=2",
+                 "--elem", "4", "--width", "4"]) == 0
+    assert "8 sectors per request), 50.0 % efficient" in capsys.readouterr().out
+
+
+def test_predict_prints_the_breakdown(capsys):
+    assert main(["predict", "matmul.coarsened", "--device", "H200", "--m", "4096", "--n", "4096", "--k", "4096",
+                 "--tile", "32", "--coarse", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "time breakdown" in out and "-bound, predicted" in out
+    assert main(["predict", "matmul.tiled", "--m", "512", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["flops"] == 2 * 512 * 1024 * 1024
+
+
+def test_devices_and_cases(capsys):
+    assert main(["devices"]) == 0
+    assert "rtx-5090" in capsys.readouterr().out
+    assert main(["cases"]) == 0
+    assert "stencil.temporal" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("cmd", ["devices", "occupancy", "smem", "global", "predict", "report", "validate"])
+def test_help_is_complete(cmd, capsys):
+    with pytest.raises(SystemExit):
+        main([cmd, "--help"])
+    assert "usage: perfmodel" in capsys.readouterr().out

@@ -1,0 +1,67 @@
+"""The registry without a GPU: every case binds, describes its accesses and sets up checked data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import perfmodel
+from perfmodel.errors import PerfModelError
+from perfmodel.memory import analyse
+from perfmodel.suite.plan import load_plan
+from perfmodel.suite.registry import get
+
+SMALL = load_plan("experiments/plans/sanitize.toml")
+
+
+@pytest.mark.parametrize("pc", SMALL, ids=lambda pc: pc.case_id)
+def test_small_case_sets_up_fresh_nonzero_data(pc):
+    case = get(pc.name)
+    setup = case.setup(pc.params, np.random.default_rng(1))
+    for name, arr in setup.inputs.items():
+        if arr.dtype.kind == "f" and arr.size > 16 and name not in ("c2", "damp"):
+            assert np.count_nonzero(arr) > 0.99 * arr.size, name
+    expected = setup.expected_values()
+    assert set(expected) == set(setup.output_shapes())
+    launch = case.launch(pc.params)
+    for a in case.accesses(pc.params):
+        analyse(a, launch)
+
+
+def test_textbook_matmul_forms():
+    """Tiled global loads 2mnk/TILE; coarsening (mnk/TILE)(1 + 1/C); AI TILE/4 -> TILE/(2(1+1/C))."""
+    m = n = k = 4096
+    for tile in (16, 32):
+        p = perfmodel.predict("matmul.tiled", "h200", m=m, n=n, k=k, tile=tile)
+        assert p.global_load_bytes == 4 * 2 * m * n * k // tile
+        assert p.arithmetic_intensity["l1"] == pytest.approx(tile / 4, rel=0.01)
+    base = perfmodel.predict("matmul.coarsened", "h200", m=m, n=n, k=k, coarse=1).global_load_bytes
+    for c, saving in ((2, 0.25), (4, 0.375), (8, 0.4375)):
+        p = perfmodel.predict("matmul.coarsened", "h200", m=m, n=n, k=k, coarse=c)
+        assert p.global_load_bytes == 4 * m * n * k // 32 * (1 + 1 / c)
+        assert 1 - p.global_load_bytes / base == pytest.approx(saving)
+    p4 = perfmodel.predict("matmul.coarsened", "h200", m=m, n=n, k=k, coarse=4)
+    assert p4.arithmetic_intensity["l1"] == pytest.approx(12.8, rel=0.01)
+    naive = perfmodel.predict("matmul.naive", "h200", m=1024, n=1024, k=1024)
+    assert naive.global_load_bytes == 8 * 1024**3  # 8 bytes per multiply-add
+
+
+def test_temporal_blocking_halo_and_redundancy():
+    from perfmodel.suite.cases.stencil import temporal_cell_updates
+
+    p = {"nx": 4096, "ny": 4096, "steps": 4, "ppt": 1}
+    pred = perfmodel.predict("stencil.temporal", "h200", **p)
+    tile, s = 32, 4
+    blocks = (4096 // tile) ** 2
+    assert pred.global_load_requests > 0
+    assert pred.global_load_bytes == pytest.approx(4 * 4 * blocks * (tile + 2 * s) ** 2, rel=0.02)  # halo (T+2S)^2
+    assert temporal_cell_updates(p) / (4096 * 4096 * s) == pytest.approx(
+        sum((tile + 2 * s - 2 * i) ** 2 for i in range(1, s + 1)) / (s * tile**2))
+
+
+def test_unknown_case_and_parameter_errors():
+    with pytest.raises(PerfModelError, match="did you mean matmul.tiled"):
+        perfmodel.predict("matmul.tiledd")
+    with pytest.raises(PerfModelError, match="has no parameter"):
+        perfmodel.predict("matmul.tiled", "h200", q=3)
+    assert "matmul.coarsened" in perfmodel.cases()
