@@ -8,6 +8,7 @@ OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider 2>&1 | tail -15 | tee "$OUT/gpu_tests.log"
 for tool in memcheck racecheck synccheck; do
+  rm -rf "/tmp/san-$tool"  # a fresh run: the recorder would resume (skip) cases found there
   # --report-api-errors no: cuda-python probes driver entry points (cuGetProcAddress), which memcheck
   # would report as API errors; kernel memory errors are still reported.
   timeout "${SAN_TIMEOUT:-170}" compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
