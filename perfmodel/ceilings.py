@@ -7,7 +7,8 @@ import functools
 import json
 from dataclasses import dataclass
 
-from .devices import DeviceSpec, device as lookup
+from .devices import DeviceSpec
+from .devices import device as lookup
 from .measurements import load
 
 

@@ -146,7 +146,8 @@ def cmd_global(a: argparse.Namespace) -> None:
         print(f"  warp {w:2d}: {s} sector(s), {per.lines_per_row[w]} line(s)")
     spr = total.sectors / max(total.requests, 1)
     print(f"total: {total.requests} requests, {total.sectors} sectors ({spr:.3g} sectors per request), "
-          f"{100 * total.efficiency:.1f} % efficient ({total.bytes_requested} B requested, {total.bytes_moved} B moved)")
+          f"{100 * total.efficiency:.1f} % efficient ({total.bytes_requested} B requested, "
+          f"{total.bytes_moved} B moved)")
 
 
 def cmd_cases(a: argparse.Namespace) -> None:

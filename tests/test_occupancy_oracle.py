@@ -99,10 +99,7 @@ def test_random_configurations_match_the_header(harness):
     for (dev, launch), line in zip(cases, out, strict=False):
         ref = tuple(int(x) for x in line.split())
         ours = _ours(dev, *launch)
-        if ref[0] != 0:
-            ref = (ref[0],)
-        else:
-            ref = (0, ref[1], _header_bits(ref[2]), *ref[3:])
+        ref = (ref[0],) if ref[0] != 0 else (0, ref[1], _header_bits(ref[2]), *ref[3:])
         if ours != ref:
             mismatches.append((dev.name, dev.compute_capability, launch, ours, ref))
     assert len(cases) >= 10_000

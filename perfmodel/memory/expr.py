@@ -84,7 +84,7 @@ class Expr:
                 if not (isinstance(sub.func, ast.Name) and sub.func.id in _FUNCS and not sub.keywords):
                     raise AccessError(self._point(sub.col_offset, "only min() and max() may be called"))
                 continue
-            if isinstance(sub, ok) or (isinstance(sub, ast.Name)):
+            if isinstance(sub, (ok, ast.Name)):
                 continue
             raise AccessError(self._point(getattr(sub, "col_offset", 0),
                                           f"{type(sub).__name__} is not allowed in an index expression "

@@ -12,7 +12,8 @@ import json
 import math
 
 from ..ceilings import ceilings
-from ..devices import DeviceSpec, device as lookup
+from ..devices import DeviceSpec
+from ..devices import device as lookup
 from ..errors import PerfModelError
 from ..measurements import load
 from ..occupancy import Occupancy, occupancy

@@ -9,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..ceilings import Ceilings
 from ..devices import DeviceSpec
 from ..models import predict
 from ..models.overlap import little_bandwidth, streams_time
@@ -194,9 +193,9 @@ def ceilings_study(dev, data, table, ceil, folder: Path) -> Page:
     cs = pd.DataFrame([(c.name, c.value, c.unit, c.source) for c in ceil.all()],
                       columns=["ceiling", "value", "unit", "source"])
     memcpy = ceil.memcpy_bytes_per_s
-    page.headline = (f"DRAM copy {ceil.dram_bytes_per_s.value / 1e12:.2f} TB/s"
-                     + (f" ({100 * ceil.dram_bytes_per_s.value / memcpy.value:.0f} % of cuMemcpyDtoD)" if memcpy else "")
-                     + f", L2 {ceil.l2_bytes_per_s.value / 1e12:.2f} TB/s, shared {ceil.smem_bytes_per_s.value / 1e12:.1f}"
+    share = f" ({100 * ceil.dram_bytes_per_s.value / memcpy.value:.0f} % of cuMemcpyDtoD)" if memcpy else ""
+    page.headline = (f"DRAM copy {ceil.dram_bytes_per_s.value / 1e12:.2f} TB/s{share}, L2 "
+                     f"{ceil.l2_bytes_per_s.value / 1e12:.2f} TB/s, shared {ceil.smem_bytes_per_s.value / 1e12:.1f}"
                      f" TB/s, FP32 {ceil.fp32_flops_per_s.value / 1e12:.1f} TFLOP/s "
                      f"({100 * ceil.fp32_flops_per_s.value / dev.fp32_flops_per_s:.0f} % of the datasheet).")
     page.text = "Measured ceilings replace the datasheet where recorded; the source column says which is which."

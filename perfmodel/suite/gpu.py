@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import subprocess
@@ -231,10 +232,8 @@ def software_versions() -> dict[str, str]:
 
     drv = _driver()
     smi = ""
-    try:
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
         smi = subprocess.run(["nvidia-smi", "--query-gpu=driver_version,clocks.sm,clocks.max.sm,clocks.mem",
                               "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        pass
     return {"driver": str(drv.get_driver_version()), "cuda": ".".join(map(str, drv.get_version())),
             "pycuda": pycuda.VERSION_TEXT, "nvidia_smi": smi}

@@ -138,3 +138,12 @@ register(KernelCase(
     accesses=lambda p: [Access("out store", "global", "bx*bdx + tx", store=True, array="out")],
     flops=lambda p: 2.0 * 8 * p["iters"] * SMS * GRID_PER_SM * BLOCK,
     setup=_fma_setup, model="fp32", description="8 independent FMA chains per thread"))
+
+
+register(KernelCase(
+    name="probe.launch", study="ceilings", source="probes.cu", defaults={"threads": 32},
+    entry=lambda p: "empty_kernel",
+    launch=lambda p: Launch(block=(p["threads"], 1, 1), grid=(1, 1, 1), params=dict(p)),
+    accesses=lambda p: [],
+    setup=lambda p, rng: Setup({}, {"out": np.full(1, np.nan, dtype=np.float32)}, ["out"], rtol=0, dense=False),
+    model="launch", description="an empty kernel: the cost of one launch as CUDA events see it"))
