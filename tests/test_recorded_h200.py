@@ -23,7 +23,7 @@ def _sel(t, **eq):
 
 
 def test_microbenchmark_counters_are_exact(comparison):
-    t = comparison[comparison.case.str.startswith("mem.") & (comparison.kind == "counter-exact")]
+    t = comparison[comparison.case.str.startswith("mem.") & (comparison.kind == "counter-l1")]
     assert len(t) >= 1000
     bad = t[t.rel_error != 0]
     assert bad.empty, describe(bad)
@@ -123,13 +123,14 @@ def test_time_model_beats_the_naive_roofline(comparison):
     t = comparison[comparison.kind == "time"]
     model = t.rel_error.abs().mean()
     baseline = ((t.baseline - t.measured) / t.measured).abs().mean()
-    assert model < baseline / 2, f"model MAPE {model:.3f} vs naive roofline {baseline:.3f}"
+    assert model < baseline / 3, f"model MAPE {model:.3f} vs naive roofline {baseline:.3f}"
+    assert model <= 0.25
 
 
 def test_time_accuracy_reached_so_far(comparison):
     """The models issue asks MAPE <= 10 % everywhere; these are the levels reached (see the reports)."""
     t = comparison[comparison.kind == "time"]
-    reached = {"ceilings": 0.10, "matmul": 0.25, "stencil": 0.55, "transpose": 0.50}
+    reached = {"ceilings": 0.15, "matmul": 0.18, "stencil": 0.45, "transpose": 0.30}
     for study, bound in reached.items():
         s = t[t.study == study]
         mape = s.rel_error.abs().mean()
@@ -137,6 +138,14 @@ def test_time_accuracy_reached_so_far(comparison):
             s.sort_values("rel_error", key=np.abs, ascending=False))
     tiled = t[t.case.isin(["matmul.tiled", "matmul.coarsened"]) & ~t.case_id.str.contains("coarse=8")]
     assert tiled.rel_error.abs().max() <= 0.20, describe(tiled[tiled.rel_error.abs() > 0.20])
+    within = (t.rel_error.abs() <= 0.25).mean()
+    assert within >= 0.6, f"only {within:.0%} of timed cases within 25 %"
+
+
+def test_ceiling_probes_are_consistent_but_not_counted(comparison):
+    t = comparison[comparison.kind == "time-ceiling"]
+    assert set(t.case) >= {"probe.copy", "probe.fma", "probe.launch"}
+    assert t.rel_error.abs().max() < 0.15, describe(t)
 
 
 def test_ceilings_meet_the_suite_targets():

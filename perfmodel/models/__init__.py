@@ -115,14 +115,21 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         Term("smem", (l1.smem_load_wavefronts + l1.smem_store_wavefronts) * 128 / ceil.smem_bytes_per_s.value,
              l1.smem_load_wavefronts + l1.smem_store_wavefronts, ceil.smem_bytes_per_s.value / 128,
              "one 128-byte wavefront per SM per cycle, at the measured shared-memory bandwidth"),
-        Term("lsu", (l1.load_requests + l1.store_requests) / (dev.sm_count * clock),
-             l1.load_requests + l1.store_requests, dev.sm_count * clock,
-             "one global-memory request per SM per cycle"),
+        Term("l1", (l1.load_sectors + l1.store_sectors) / (dev.sm_count * clock),
+             l1.load_sectors + l1.store_sectors, dev.sm_count * clock,
+             "L1TEX: one 32-byte sector per SM per cycle"),
         Term("fp32", flops / ceil.fp32_flops_per_s.value, flops, ceil.fp32_flops_per_s.value,
              ceil.fp32_flops_per_s.source),
     ]
     lat = ceil.latency_dram_s
-    if occ and lat and l1.load_requests:
+    if occ and lat and case.sync_after_loads:
+        # a barrier between loads and the rest exposes one memory latency per wave of blocks, and
+        # the shared-memory work after it does not overlap the loads before it
+        serial = terms[0].time_s + waves * lat.value + terms[2].time_s
+        terms.append(Term("latency", serial, waves, 1 / lat.value,
+                          f"DRAM time + {waves:.1f} waves x {lat.value * 1e9:.0f} ns exposed at the barrier "
+                          "+ shared-memory time after it"))
+    elif occ and lat and l1.load_requests:
         bytes_per_request = l1.load_bytes / l1.load_requests
         in_flight = occ.warps_per_sm * dev.sm_count * case.loads_in_flight * bytes_per_request
         rate = in_flight / lat.value
@@ -130,8 +137,11 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                           f"Little's law: {in_flight / 2**20:.2f} MiB in flight / {lat.value * 1e9:.0f} ns"))
     slowest = max(terms, key=lambda t: t.time_s)
     time_s = slowest.time_s
-    if slowest.name in ("smem", "fp32", "lsu") and waves > 1:
+    if slowest.name in ("smem", "fp32", "l1") and waves > 1:
         time_s *= math.ceil(waves) / waves  # the last, partial wave leaves SMs idle
+    if ceil.launch_s is not None:
+        terms.append(Term("launch", ceil.launch_s.value, 1, 1 / ceil.launch_s.value, ceil.launch_s.source))
+        time_s += ceil.launch_s.value  # events around one launch include its start-up
     return Prediction(
         case=case_name, device=dev.name, params=p, flops=flops,
         global_load_bytes=l1.load_bytes, global_store_bytes=l1.store_bytes,

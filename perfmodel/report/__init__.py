@@ -44,7 +44,7 @@ def build(device: str = "h200", out: Path | None = None, progress: bool = True) 
         page = fn(dev, data, table, ceil, folder)
         (folder / f"{name}.md").write_text(page.markdown())
         pages.append(page)
-    figures.scatter(table[table.kind.isin(["counter", "counter-exact", "time"])], folder / "scatter_all.png",
+    figures.scatter(table[table.kind.isin(["counter", "counter-l1", "time"])], folder / "scatter_all.png",
                     f"All predictions vs {dev.name} measurements")
     _index(dev, data, summ, pages, out, folder)
     if progress:

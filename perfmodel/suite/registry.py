@@ -60,6 +60,7 @@ class KernelCase:
     description: str = ""
     model: str = "generic"  # time-model family (perfmodel.models)
     loads_in_flight: int = 1  # independent global loads per thread in flight (unrolling), for Little's law
+    sync_after_loads: bool = False  # every block waits at a barrier for all its loads before storing
 
     def bind(self, **params: int) -> dict[str, int]:
         unknown = set(params) - set(self.defaults)

@@ -49,7 +49,7 @@ def test_occupancy_equals_the_driver(live):
     t = compare("h200", live.assign(device="h200"), progress=False)
     occ = t[t.metric == "blocks_per_sm"]
     assert len(occ) >= 20 and (occ.rel_error == 0).all()
-    counters = t[t.case.str.startswith("mem.") & (t.kind == "counter-exact")]
+    counters = t[t.case.str.startswith("mem.") & (t.kind == "counter-l1")]
     if len(counters):
         assert (counters.rel_error == 0).all()
 

@@ -50,7 +50,7 @@ register(KernelCase(
                array="tile"),
         Access("out store", "global", "oy*rows + ox", store=True, cond="ox < rows and oy < cols",
                array="out")],
-    setup=_setup, compulsory_bytes=_bytes, model="stream",
+    setup=_setup, compulsory_bytes=_bytes, model="stream", sync_after_loads=True,
     description="TILE x TILE threads through tile[TILE][TILE+pad]"))
 
 
@@ -70,5 +70,5 @@ register(KernelCase(
                loops=("j",), array="tile"),
         Access("out store", "global", "oy*rows + ox", store=True, cond="ox < rows and oy < cols",
                loops=("j",), array="out")],
-    setup=_setup, compulsory_bytes=_bytes, model="stream",
+    setup=_setup, compulsory_bytes=_bytes, model="stream", sync_after_loads=True,
     description="32 x 8 threads, 4 elements per thread, tile[32][32+pad]"))
