@@ -11,7 +11,6 @@ from .devices import DeviceSpec
 from .devices import device as lookup
 from .measurements import load
 
-
 # the probes whose measurements define ceilings: comparing them with the model is circular
 CEILING_CASES = ("probe.copy", "probe.l2_read", "probe.smem_bw", "probe.fma", "probe.launch", "probe.memcpy_dtod")
 

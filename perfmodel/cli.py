@@ -205,15 +205,30 @@ def cmd_report(a: argparse.Namespace) -> None:
 
 
 def cmd_validate(a: argparse.Namespace) -> None:
-    """Measure on the live GPU, record the data, rebuild the reports."""
+    """Measure on the live GPU, record the data under reports/data/<device>/, rebuild the reports."""
+    import tempfile
     from pathlib import Path
 
     from .measurements import DATA_DIR
-    from .suite import campaign
+    from .report import build
+    from .suite import campaign, gpu
+    from .suite.importer import import_run
 
-    out = Path(a.out) if a.out else DATA_DIR / "live"
+    key = a.device
+    if key == "auto":
+        from .devices import device as lookup
+
+        name = gpu.device_properties()["name"]
+        try:
+            key = lookup(name).key
+        except PerfModelError:
+            key = name.lower().replace("nvidia ", "").replace(" ", "-")
+    out = Path(a.out) if a.out else Path(tempfile.mkdtemp(prefix="perfmodel-run-"))
     campaign.run(a.cases, out, ncu=a.ncu, extras=True)
-    print(f"measurements in {out}; import them with experiments/import_run.py {out} and run perfmodel report")
+    dest = import_run(out, key)
+    print(f"recorded under {dest}")
+    if (DATA_DIR / key).exists():
+        build(key)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -259,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", default="auto")
     p.add_argument("--cases", default="experiments/plans/h200.toml", help="TOML plan of cases")
     p.add_argument("--ncu", action="store_true", help="also collect Nsight Compute counters")
-    p.add_argument("--out", help="output folder (default reports/data/live)")
+    p.add_argument("--out", help="working folder for the raw run (default: a temporary folder; resume by "
+                   "passing the same folder again)")
     args, extra = ap.parse_known_args(argv)
     try:
         if args.cmd == "predict":

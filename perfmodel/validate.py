@@ -111,7 +111,8 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
         if c.case_id in events.index:
             # a probe that defines a ceiling predicts itself: shown, but not counted as validation
             kind = "time-ceiling" if c.case_id in ceiling_ids else "time"
-            add("time_s", "s", kind, pred.time_s, events[c.case_id], baseline=naive_roofline_time(c.case, dev, **params))
+            add("time_s", "s", kind, pred.time_s, events[c.case_id],
+                baseline=naive_roofline_time(c.case, dev, **params))
     return pd.DataFrame(rows)
 
 

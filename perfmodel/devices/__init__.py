@@ -10,12 +10,12 @@ from pathlib import Path
 
 from ..errors import PerfModelError, UnknownDeviceError
 from .arch import ArchFacts, arch
-from .spec import DeviceSpec, MeasuredCeilings
+from .spec import DeviceSpec
 
 DATA_DIR = Path(__file__).with_name("data")
 FORMAT_VERSION = 1
 
-__all__ = ["ArchFacts", "DeviceSpec", "MeasuredCeilings", "arch", "device", "devices", "load_file"]
+__all__ = ["ArchFacts", "DeviceSpec", "arch", "device", "devices", "load_file"]
 
 
 def _norm(name: str) -> str:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PerfModelError
@@ -28,25 +27,8 @@ PROPERTY_FIELDS = {
 
 
 @dataclass(frozen=True)
-class MeasuredCeilings:
-    """Ceilings measured by the suite on a real device (None where not measured)."""
-
-    dram_copy_bandwidth_bytes_per_s: float | None = None
-    dram_read_bandwidth_bytes_per_s: float | None = None
-    l2_read_bandwidth_bytes_per_s: float | None = None
-    smem_bandwidth_bytes_per_s: float | None = None
-    fp32_flops_per_s: float | None = None
-    memcpy_dtod_bandwidth_bytes_per_s: float | None = None
-    latency_l1_s: float | None = None
-    latency_l2_s: float | None = None
-    latency_dram_s: float | None = None
-    latency_smem_s: float | None = None
-    provenance: str = ""
-
-
-@dataclass(frozen=True)
 class DeviceSpec:
-    """A GPU: what the driver reports, what the datasheet says, and what the suite measured."""
+    """A GPU: what the driver reports and what the datasheet says."""
 
     name: str
     key: str
@@ -73,7 +55,8 @@ class DeviceSpec:
     cache_line_bytes: int = 128
     aliases: tuple[str, ...] = ()
     datasheet_source: str = ""
-    measured: MeasuredCeilings = field(default_factory=MeasuredCeilings)
+    # measured ceilings are not fields: perfmodel.ceilings reads them, labelled, from the recorded
+    # data under reports/data/<device>/, so a spec stays the datasheet and the driver's word
 
     # --- facts of the compute capability -------------------------------------------------
     @property
@@ -151,9 +134,6 @@ class DeviceSpec:
 
         props = device_properties(device)
         return cls.from_properties(props, name=props["name"])
-
-    def with_measured(self, measured: MeasuredCeilings) -> DeviceSpec:
-        return dataclasses.replace(self, measured=measured)
 
     def to_properties(self) -> dict[str, int]:
         """The cudaDeviceProp-named view (what cuda_occupancy.h consumes)."""

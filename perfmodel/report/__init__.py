@@ -38,11 +38,15 @@ def build(device: str = "h200", out: Path | None = None, progress: bool = True) 
     summ.to_csv(folder / "summary.csv", index=False)
     ceil = ceilings(dev)
     pages = []
+    from .run import SOURCES
+
     for name, fn in studies.STUDIES.items():
         if progress:
             print(f"  report: {name}", flush=True)
         page = fn(dev, data, table, ceil, folder)
         (folder / f"{name}.md").write_text(page.markdown())
+        rows = table[table.study.isin(SOURCES[name][0] or table.study.unique())]
+        rows.to_csv(folder / f"{name}.csv", index=False)
         pages.append(page)
     figures.scatter(table[table.kind.isin(["counter", "counter-l1", "time"])], folder / "scatter_all.png",
                     f"All predictions vs {dev.name} measurements")

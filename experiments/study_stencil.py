@@ -1,0 +1,9 @@
+"""The stencil study: predict, then compare with the recorded H200 data (or --live on a GPU).
+
+    python experiments/study_stencil.py [--live [--ncu]]
+"""
+
+from perfmodel.report.run import main
+
+if __name__ == "__main__":
+    main("stencil")

@@ -1,0 +1,45 @@
+"""Record a finished run: copy its tidy CSVs, with provenance, under reports/data/<device>/."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tarfile
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from ..measurements import DATA_DIR, Provenance, Recorder
+from . import profile
+
+
+def import_run(folder: Path, device: str, commit: str | None = None) -> Path:
+    """measurements.csv and device.json are copied; ncu rows are taken from ncu.csv, or parsed from
+    ncu_raw.tar.gz when ncu.csv was too large to come back. Recorded data is never edited by hand."""
+    folder = Path(folder)
+    info = json.loads((folder / "device.json").read_text())
+    if commit and info["provenance"]["commit"] == "unknown":
+        info["provenance"]["commit"] = commit
+    prov = Provenance(**info["provenance"])
+    dest = DATA_DIR / device
+    dest.mkdir(parents=True, exist_ok=True)
+    stem = f"run-{prov.run_id}"
+    (dest / f"{stem}-device.json").write_text(json.dumps(info, indent=1))
+    events = pd.read_csv(folder / "measurements.csv")
+    events["commit"] = prov.commit
+    events.to_csv(dest / f"{stem}-events.csv", index=False)
+    out = dest / f"{stem}-ncu.csv"
+    out.unlink(missing_ok=True)
+    if (folder / "ncu.csv").exists():
+        shutil.copy(folder / "ncu.csv", out)
+    elif (folder / "ncu_raw.tar.gz").exists():
+        with tempfile.TemporaryDirectory() as tmp, tarfile.open(folder / "ncu_raw.tar.gz") as tar:
+            tar.extractall(tmp, filter="data")
+            raw = Path(tmp) / "ncu_raw"
+            rec = Recorder(out, prov)
+            for manifest in sorted(raw.glob("manifest_*.json")):
+                study = manifest.stem.removeprefix("manifest_")
+                rec.write(profile.parse(raw / f"ncu_{study}.csv", manifest))
+            rec.close()
+    return dest
