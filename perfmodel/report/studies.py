@@ -287,9 +287,11 @@ def stencil_study(dev, data, table, ceil, folder: Path) -> Page:
 def streams_study(dev, data, table, ceil, folder: Path) -> Page:
     page = Page("streams", "", "Streams: copy/compute overlap")
     ev = data[(data.case == "streams.vadd") & (data.metric == "event_s")].copy()
+    ev = ev[ev.run_id == ev.run_id.max()]  # one run's timeline
     ev["streams"] = _p(ev, "streams")
     tot = data[(data.case == "streams.vadd") & (data.metric == "time_s") & (data.stat == "median")].copy()
     tot["streams"] = _p(tot, "streams")
+    tot = tot.groupby("streams", as_index=False).value.median()  # median over recorded runs
     if not len(tot):
         page.headline = "no recorded streams run"
         return page
