@@ -51,21 +51,23 @@ class SharedAccess:
 
 def _group_costs(words: np.ndarray, live: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row of word slots: most distinct words in one bank, and the number of distinct words."""
-    shift, inactive = (20, np.int32(np.iinfo(np.int32).max)) if words.max(initial=0) < 1 << 20 \
-        else (40, INACTIVE)
-    key = np.where(live, (words % BANKS) << shift | words, inactive).astype(type(inactive))
+    small = words.max(initial=0) < 1 << 20  # all of shared memory: sort 32-bit (bank, word) keys
+    shift, inactive, kind = (20, np.iinfo(np.int32).max, np.int32) if small else (40, INACTIVE, np.int64)
+    w = words.astype(kind, copy=False)
+    key = ((w & (BANKS - 1)) << shift) | w
+    if not live.all():
+        key[~live] = inactive
     key.sort(axis=1)
-    live = key != inactive
     new = np.empty(key.shape, dtype=bool)  # first slot of a distinct word
-    new[:, 0] = live[:, 0]
+    new[:, 0] = key[:, 0] != inactive
     np.not_equal(key[:, 1:], key[:, :-1], out=new[:, 1:])
-    new &= live
+    new[:, 1:] &= key[:, 1:] != inactive
     bank = key >> shift
     run_start = np.empty(key.shape, dtype=bool)  # first slot of a bank's run
     run_start[:, 0] = True
     np.not_equal(bank[:, 1:], bank[:, :-1], out=run_start[:, 1:])
-    seen = np.cumsum(new, axis=1, dtype=np.int16)
-    before = np.where(run_start, seen - new, 0)
+    seen = np.cumsum(new, axis=1, dtype=np.int8)
+    before = np.where(run_start, seen - new, 0).astype(np.int8)
     np.maximum.accumulate(before, axis=1, out=before)
     return (seen - before).max(axis=1).astype(np.int64), seen[:, -1].astype(np.int64)
 
@@ -76,15 +78,20 @@ def shared_access(addresses: object, width: int, store: bool = False) -> SharedA
     rows = a.shape[0]
     words_per_lane = max(width // BANK_BYTES, 1)
     groups = WARP // LANES_PER_GROUP[width]
-    words = (a // BANK_BYTES)[..., None] + np.arange(words_per_lane)
-    live = np.broadcast_to(active[..., None], words.shape)
+    base = a >> 2 if a.max(initial=0) < 1 << 31 else a // BANK_BYTES
+    if base.dtype != np.int32 and base.max(initial=0) < 1 << 20:
+        base = base.astype(np.int32)
+    words = base[..., None] + np.arange(words_per_lane, dtype=base.dtype) if words_per_lane > 1 else base
+    live = np.broadcast_to(active[..., None], words.shape) if words_per_lane > 1 else active
     cost, distinct = _group_costs(words.reshape(rows * groups, -1), live.reshape(rows * groups, -1))
     cost, distinct = cost.reshape(rows, groups), distinct.reshape(rows, groups)
     if groups == 1:
         waves, ways = cost[:, 0], cost[:, 0]
         ideal = -(-distinct[:, 0] // BANKS)
     else:
-        bank_bits = np.where(live, np.left_shift(1, words % BANKS), 0).reshape(rows, groups, -1)
+        bank_bits = np.left_shift(np.uint32(1), (words & (BANKS - 1)).astype(np.uint32))
+        bank_bits[~np.broadcast_to(live, bank_bits.shape)] = 0
+        bank_bits = bank_bits.reshape(rows, groups, -1)
         mask = np.bitwise_or.reduce(bank_bits, axis=2)
         pair_addr = np.where(active, a, -1).reshape(rows, groups // 2, -1)
         lo = np.where(pair_addr >= 0, pair_addr, np.iinfo(np.int64).max).min(axis=2)
