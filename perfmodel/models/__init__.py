@@ -100,6 +100,12 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         gran = dev.arch.dram_granule_bytes
         chunks = block_unique_sectors(accesses, launch, store=False, granule=gran)
         reads = int(chunks * launch.blocks * gran) if not math.isnan(chunks) else l2_read
+        if l1.store_bytes < l1.store_sectors * 32 and l1.store_sectors * 32 > dev.l2_bytes:
+            # sectors written only in part and evicted during the kernel reach DRAM as read-modify-
+            # write: the L2 reads each before writing it back (scattered 4-byte stores on the H200);
+            # a footprint that fits in L2 stays there, dirty, past the kernel's end
+            reads += l1.store_sectors * 32
+            notes.append("partially written sectors: read-modify-write in DRAM")
         compulsory = (reads, l1.store_sectors * 32)
     dram = dram_traffic(dev, compulsory, resident, launch, case.model, p)
     notes.append(dram.note)
