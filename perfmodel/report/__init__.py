@@ -4,17 +4,14 @@ the recorded measurements of a device plus fresh predictions."""
 from __future__ import annotations
 
 import html
-import json
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from ..ceilings import ceilings
 from ..devices import device as lookup
 from ..measurements import DATA_DIR, ROOT, load
-from ..occupancy import curves
 from ..validate import compare, summary
 from . import figures, studies
 
@@ -89,4 +86,4 @@ CUDA-event times and the driver's occupancy API. Rebuild with <code>perfmodel re
     (out / "index.html").write_text(page)
 
 
-__all__ = ["build", "curves", "json", "np"]
+__all__ = ["build"]

@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..devices import DeviceSpec
 from ..models import predict
-from ..models.overlap import little_bandwidth, streams_time
+from ..models.overlap import little_bandwidth, staircase_level, streams_time
 from ..occupancy import curves
 from . import figures
 
@@ -154,17 +154,24 @@ def latency_study(dev, data, table, ceil, folder: Path) -> Page:
     lat = data[data.metric == "cycles_per_load"].copy()
     lat["bytes"] = _p(lat, "bytes")
     lat["op"] = lat.case.str.replace("probe.chase_", "")
-    chase = lat[lat.op.isin(["ca", "cg", "cv"])]
-    f = figures.lines(chase, "bytes", [("value", "o-", "cycles/load")], folder / "latency_staircase.png",
-                      f"Pointer chase on {dev.name}", "working set (bytes)", "cycles per load", group="op",
-                      logx=True, marks=[(dev.l1_bytes_per_sm, "L1 256 KiB"), (dev.l2_bytes, "L2")])
-    page.figures = [("latency staircase", f)]
+    chase = lat[lat.op.isin(["ca", "cg", "cv"])].copy()
     levels = {k: getattr(ceil, f"latency_{k}_s") for k in ("l1", "l2", "dram")}
+    if all(levels.values()):
+        chase["model"] = [levels[staircase_level(b, op, dev.l1_bytes_per_sm, dev.l2_bytes)].value * dev.sm_clock_hz
+                          for b, op in zip(chase.bytes, chase.op, strict=True)]
+    f = figures.lines(chase, "bytes", [("value", "o", "measured")]
+                      + ([("model", "-", "staircase model")] if "model" in chase else []),
+                      folder / "latency_staircase.png", f"Pointer chase on {dev.name}", "working set (bytes)",
+                      "cycles per load", group="op", logx=True,
+                      marks=[(dev.l1_bytes_per_sm, "L1 256 KiB"), (dev.l2_bytes, "L2 60 MiB")])
+    page.figures = [("latency staircase", f)]
     rows = [(k, c.value * 1e9, c.value * dev.sm_clock_hz, c.source) for k, c in levels.items() if c]
     smem = lat[lat.op == "shared"]
     page.headline = ", ".join(f"{k.upper()} {ns:.0f} ns ({cyc:.0f} cycles)" for k, ns, cyc, _ in rows) + \
         (f", shared {smem.value.iloc[0]:.0f} cycles" if len(smem) else "")
-    page.text = ("One thread follows a random cyclic walk, one 128-byte line per step. ld.ca hits L1 up to "
+    page.text = ("The model: a chase is served by L1 (ld.ca only) up to the L1 size, by L2 up to the L2 size, "
+                 "by DRAM beyond, each at its plateau latency. "
+                 "One thread follows a random cyclic walk, one 128-byte line per step. ld.ca hits L1 up to "
                  "~192 KiB (the rest of the 256 KiB is the shared-memory carveout), ld.cg and ld.cv go to L2. "
                  "L2 hits cost ~288 cycles up to 24 MiB and 430-530 cycles from 32 to 57 MiB: the far "
                  "half of the partitioned L2. Beyond 64 MiB every load goes to DRAM (~670 cycles, rising "

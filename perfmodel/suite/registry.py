@@ -6,7 +6,6 @@ runner (gpu.py) is the only place that turns a case into a launch.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,7 +108,3 @@ def cdiv(a: int, b: int) -> int:
 def f32(rng: np.random.Generator, *shape: int) -> np.ndarray:
     """Fresh random fp32 data in [-1, 1), never zeros by construction of the test."""
     return rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
-
-
-def prod(*xs: int) -> int:
-    return math.prod(xs)
