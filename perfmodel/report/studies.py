@@ -288,6 +288,9 @@ def stencil_study(dev, data, table, ceil, folder: Path) -> Page:
     if len(naive_big):
         best = t.meas_step.min()
         page.headline += f"; best temporal blocking {float(naive_big.measured.iloc[0]) / best:.2f}x the naive step"
+    for ppt, g in t.groupby("ppt"):
+        model_best, measured_best = (int(g.loc[g[c].idxmin(), "steps"]) for c in ("pred_step", "meas_step"))
+        page.headline += f"; optimum steps per launch ({ppt} px/thread): model {model_best}, measured {measured_best}"
     return page
 
 
