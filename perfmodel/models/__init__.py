@@ -137,7 +137,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                           "+ shared-memory time after it"))
     elif occ and lat and l1.load_requests:
         bytes_per_request = l1.load_bytes / l1.load_requests
-        in_flight = occ.warps_per_sm * dev.sm_count * case.loads_in_flight * bytes_per_request
+        in_flight = occ.warps_per_sm * dev.sm_count * case.loads_in_flight(p) * bytes_per_request
         rate = in_flight / lat.value
         terms.append(Term("latency", dram.read_bytes / rate, dram.read_bytes, rate,
                           f"Little's law: {in_flight / 2**20:.2f} MiB in flight / {lat.value * 1e9:.0f} ns"))

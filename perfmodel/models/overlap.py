@@ -1,5 +1,5 @@
-"""Closed-form models that are not one kernel: copy/compute overlap over streams, the latency
-staircase, and Little's law for latency hiding."""
+"""Closed-form models that are not one kernel: copy/compute overlap over streams and the
+latency staircase (Little's law for latency hiding lives in the time model)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,6 @@ def streams_time(h2d_s: float, kernel_s: float, d2h_s: float, streams: int) -> f
     s = max(streams, 1)
     stages = (h2d_s / s, kernel_s / s, d2h_s / s)
     return sum(stages) + (s - 1) * max(stages)
-
-
-def little_bandwidth(warps_per_sm: float, sms: int, bytes_per_warp_in_flight: float, latency_s: float,
-                     peak_bytes_per_s: float) -> float:
-    """Achievable bandwidth: bytes in flight over latency, capped by the peak."""
-    return min(peak_bytes_per_s, warps_per_sm * sms * bytes_per_warp_in_flight / latency_s)
 
 
 def staircase_level(bytes_: int, op: str, l1_bytes: int, l2_bytes: int) -> str:

@@ -58,7 +58,7 @@ class KernelCase:
     compulsory_bytes: Callable[[Params], tuple[int, int]] = lambda p: (0, 0)  # (read, write) once each
     description: str = ""
     model: str = "generic"  # time-model family (perfmodel.models)
-    loads_in_flight: int = 1  # independent global loads per thread in flight (unrolling), for Little's law
+    loads_in_flight: Callable[[Params], int] = lambda p: 1  # independent loads per thread in flight (Little)
     sync_after_loads: bool = False  # every block waits at a barrier for all its loads before storing
 
     def bind(self, **params: int) -> dict[str, int]:

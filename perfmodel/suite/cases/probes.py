@@ -79,7 +79,7 @@ register(KernelCase(
     launch=lambda p: _stream_launch(p, _vec(p)), accesses=_stream_accesses(False), setup=_read_setup,
     dynamic_smem=lambda p: p["smem_per_block"],
     compulsory_bytes=lambda p: (4 * p["n"], 4 * _grid(p) * BLOCK), model="stream",
-    loads_in_flight=4,
+    loads_in_flight=lambda p: 4 if p["vec"] else 1,  # read_f4 unrolls 4 loads; read_f1 has one
     description="DRAM read-only stream; smem_per_block caps resident blocks (latency hiding)"))
 
 
