@@ -98,3 +98,14 @@ def test_sampling_is_flagged_and_close():
     c = analyse(Access("x", "global", "(i*i + it) % 65536", loops=("it",)), launch)
     assert c.sampled_fraction < 1
     assert c.requests == pytest.approx(4096 * 8 * 64, rel=0.01)
+
+
+def test_period_folding_is_exact_and_rejects_wraparound():
+    """A variable that shifts addresses by 128-byte multiples is enumerated over one period; an index
+    that only looks affine near 0 (a modulo that wraps later) is enumerated in full."""
+    launch = Launch(block=(32, 1, 1), grid=(1, 1, 1), loops={"k": 4096})
+    affine = analyse(Access("x", "global", "tx + 8*k", loops=("k",)), launch)
+    assert (affine.requests, affine.sectors) == (4096, 4096 * 4 + 4096 * 0)
+    wrap = Access("y", "global", "(tx + 40*k) % 65536", loops=("k",))
+    exact = sum(global_access(((np.arange(32) + 40 * k) % 65536)[None, :] * 4, 4).sectors for k in range(4096))
+    assert analyse(wrap, launch).sectors == exact

@@ -158,27 +158,33 @@ def addresses(access: Access, launch: Launch, **fixed: int) -> np.ndarray:
 
 def _period(bound: _Bound, name: str, n: int, used: list[tuple[str, int]]) -> int:
     """Smallest p such that shifting `name` by p moves every address by a multiple of 128 bytes,
-    or n when the index is not affine in `name` (or the predicate reads it)."""
+    or n when the index is not affine in `name` (or the predicate reads it). Affinity is checked
+    on the first values, random values across the whole range and the last one, at two settings
+    of the other variables."""
     if bound.cond is not None and name in bound.cond.names:
         return n
     rng = np.random.default_rng(1)
-    probe = min(n, 48)
+    probe = np.unique(np.concatenate([np.arange(min(n, 16)), rng.integers(0, n, 48), [n - 1]]))
     coeff = None
     for trial in range(2):
         fixed = {v: (0 if trial == 0 else int(rng.integers(c))) for v, c in used if v != name}
-        values = {**{v: np.full(probe, x) for v, x in fixed.items()}, name: np.arange(probe)}
-        idx = (bound.addresses(values).reshape(probe, -1)).astype(np.int64)
+        values = {**{v: np.full(len(probe), x) for v, x in fixed.items()}, name: probe}
+        idx = bound.addresses(values).reshape(len(probe), -1).astype(np.int64)
         live = idx[0] >= 0
         if not np.all((idx >= 0) == live):
             return n
-        steps = np.diff(idx[:, live], axis=0) if probe > 1 else np.zeros((0, live.sum()), dtype=np.int64)
-        if steps.size == 0:
-            return 1 if probe == n else n
-        c = steps[0, 0]
-        if not np.all(steps == c) or (coeff is not None and c != coeff):
+        if len(probe) < 2 or not live.any():
+            return 1 if len(probe) == n else n
+        c = (idx[1, live] - idx[0, live]) // (probe[1] - probe[0])
+        if not np.all(c == c[0]):
+            return n
+        c = int(c[0])
+        if not np.all(idx[:, live] - idx[0, live] == c * (probe - probe[0])[:, None]):
+            return n
+        if coeff is not None and c != coeff:
             return n
         coeff = c
-    return min(n, 128 // math.gcd(128, abs(int(coeff)))) if coeff else 1
+    return min(n, 128 // math.gcd(128, abs(coeff))) if coeff else 1
 
 
 def analyse(access: Access, launch: Launch, row_budget: int = 20_000,
