@@ -128,3 +128,29 @@ __device__ void spattern(float* __restrict__ out, int mode, int reps, int zero) 
 extern "C" __global__ void spattern_4(float* o, int m, int r, int z) { spattern<float>(o, m, r, z); }
 extern "C" __global__ void spattern_8(float* o, int m, int r, int z) { spattern<float2>(o, m, r, z); }
 extern "C" __global__ void spattern_16(float* o, int m, int r, int z) { spattern<float4>(o, m, r, z); }
+
+// Carveout probes: which shared-memory carveout does the driver configure for a kernel with
+// BYTES of static (or the same amount of dynamic) shared memory per block? ncu reports it through
+// launch__occupancy_limit_shared_mem.
+template <int WORDS>
+__device__ void smem_static_probe(float* __restrict__ out) {
+    __shared__ float s[WORDS];
+    for (int j = threadIdx.x; j < WORDS; j += blockDim.x) s[j] = (float)j;
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % WORDS];
+}
+
+#define STATIC_PROBE(B) \
+    extern "C" __global__ void smem_static_##B(float* o) { smem_static_probe<B / 4>(o); }
+STATIC_PROBE(1024)
+STATIC_PROBE(2048)
+STATIC_PROBE(3072)
+STATIC_PROBE(5120)
+STATIC_PROBE(9216)
+
+extern "C" __global__ void smem_dynamic(float* __restrict__ out, int words) {
+    extern __shared__ float s[];
+    for (int j = threadIdx.x; j < words; j += blockDim.x) s[j] = (float)j;
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s[(threadIdx.x + 1) % words];
+}

@@ -170,3 +170,25 @@ register(KernelCase(
         Access("out store", "global", "bx*bdx + tx", store=True, array="out")],
     setup=_pattern_setup,
     description="broadcasts and permutations within a warp: the per-width wavefront rules"))
+
+
+def _carveout_setup(p, rng) -> Setup:
+    words = p["bytes"] // 4
+    one = ((np.arange(p["threads"]) + 1) % words).astype(np.float32)
+    args = ["out"] + ([] if p["static"] else [np.int32(words)])
+    return Setup({}, {"out": np.tile(one, SHARED_GRID)}, args, rtol=0)
+
+
+register(KernelCase(
+    name="mem.carveout", study="occupancy", source="membench.cu",
+    defaults={"threads": 256, "bytes": 2048, "static": 1},
+    entry=lambda p: f"smem_static_{p['bytes']}" if p["static"] else "smem_dynamic",
+    dynamic_smem=lambda p: 0 if p["static"] else p["bytes"],
+    launch=lambda p: Launch(block=(p["threads"], 1, 1), grid=(SHARED_GRID, 1, 1),
+                            loops={"j": -(-p["bytes"] // 4 // p["threads"])}, params=dict(p)),
+    accesses=lambda p: [Access("s store", "shared", "tx + j*bdx", store=True, cond=f"tx + j*bdx < {p['bytes'] // 4}",
+                               loops=("j",), array="s"),
+                        Access("s load", "shared", f"(tx + 1) % {p['bytes'] // 4}", array="s"),
+                        Access("out store", "global", "bx*bdx + tx", store=True, array="out")],
+    setup=_carveout_setup,
+    description="static or dynamic shared memory per block: the carveout the driver picks"))
