@@ -74,10 +74,11 @@ def occupancy_study(dev: DeviceSpec, data, table, ceil, folder: Path) -> Page:
     miss = occ[~exact]
     page.text = ("The model is cuda_occupancy.h's arithmetic (tested against the header on 12,000 random "
                  "configurations). Blocks per SM and theoretical occupancy agree everywhere. ncu reports the "
-                 "shared-memory limit at the carveout the driver configured, not at the maximum: "
-                 "perfmodel picks the smallest carveout step holding the other limits' blocks, which "
-                 f"matches for 1-D kernels; {len(miss)} rows (16x16 tiles with static shared memory) show the "
-                 "driver choosing one step larger, a rule not yet captured.")
+                 "shared-memory limit at the carveout the driver configured, not at the maximum. The "
+                 "driver's choice, read off 50 probe launches (64-1024 threads, 1-9 KiB, static and dynamic): "
+                 "for blocks of up to 512 threads, room for twice the blocks the other limits allow "
+                 "(capped by the block slots, and at 132 KiB unless one set of blocks needs more); for "
+                 f"1024-thread blocks, just enough. {len(miss)} rows differ.")
     c = curves(dev, 256, 32, static_smem_bytes=8192)
     names = []
     for key, d in c.items():
