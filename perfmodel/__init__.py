@@ -6,6 +6,7 @@ and their comparison with recorded measurements.
 
 from __future__ import annotations
 
+from . import memory
 from .devices import DeviceSpec, device, devices
 from .errors import LimitError, PerfModelError, UnknownDeviceError
 from .occupancy import Occupancy, curves, max_potential_block_size, occupancy
@@ -14,8 +15,16 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DeviceSpec", "LimitError", "Occupancy", "PerfModelError", "UnknownDeviceError", "cases",
-    "curves", "device", "devices", "max_potential_block_size", "occupancy", "predict",
+    "curves", "device", "devices", "max_potential_block_size", "memory", "occupancy", "predict", "validate",
 ]
+
+
+def __getattr__(name: str):
+    if name == "validate":  # pandas-heavy: imported on first use
+        import importlib
+
+        return importlib.import_module(".validate", __name__)
+    raise AttributeError(f"module 'perfmodel' has no attribute {name!r}")
 
 
 def cases() -> dict[str, tuple[str, ...]]:
