@@ -145,6 +145,15 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     time_s = slowest.time_s
     if slowest.name in ("smem", "fp32", "l1") and waves > 1:
         time_s *= math.ceil(waves) / waves  # the last, partial wave leaves SMs idle
+    l2_lat = ceil.latency_l2_s
+    if case.barrier_phases and l2_lat and slowest.name in ("smem", "fp32", "l1"):
+        # the resident blocks of an SM start together and stay in step: at every barrier all of
+        # them wait for their next tiles, one L2 round trip that no other block hides
+        rounds = math.ceil(waves) * case.barrier_phases(p)
+        exposed = rounds * l2_lat.value
+        terms.append(Term("barrier", exposed, rounds, 1 / l2_lat.value,
+                          f"{rounds} load-barrier rounds x {l2_lat.value * 1e9:.0f} ns L2 latency, added"))
+        time_s += exposed
     if ceil.launch_s is not None:
         terms.append(Term("launch", ceil.launch_s.value, 1, 1 / ceil.launch_s.value, ceil.launch_s.source))
         time_s += ceil.launch_s.value  # events around one launch include its start-up

@@ -231,8 +231,9 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
                       "16). Up to 2048 the whole problem sits in L2 and DRAM reads are compulsory; at 4096 B is "
                       "streamed again for every group of max(SMs, blocks per row) consecutive blocks (blocks "
                       "launched together share it in L2; later residency slots run staggered). Time is the "
-                      "shared-memory pipe for tiled kernels (the model is ~14 % optimistic: barriers and load "
-                      "latency are not overlapped perfectly) and L1 sector throughput for the naive kernels; "
+                      "shared-memory pipe for tiled kernels plus one L2 latency per load-barrier round and wave "
+                      "(the resident blocks of an SM run in step, so none hides another's wait), and L1 sector "
+                      "throughput for the naive kernels; "
                       "a power-of-two stride (k = 1024) thrashes L1 sets, so the column-major naive kernel "
                       "runs 2.3x slower at k = 1024 than at k = 1000, which the model (no set associativity) "
                       "does not see.")

@@ -92,7 +92,7 @@ register(KernelCase(
     name="matmul.tiled", study="matmul", source="matmul.cu", defaults={**SIZE, "tile": 32},
     entry=lambda p: f"matmul_tiled_{p['tile']}", launch=_tiled_launch, accesses=_tiled_accesses,
     flops=_flops, setup=_setup(False), compulsory_bytes=_compulsory, model="matmul",
-    description="shared-memory tiling, TILE x TILE threads"))
+    barrier_phases=lambda p: cdiv(p["k"], p["tile"]), description="shared-memory tiling, TILE x TILE threads"))
 
 
 def _corner_accesses(p) -> list[Access]:
@@ -119,7 +119,8 @@ register(KernelCase(
     defaults={**SIZE, "tile": 32, "pad": 0},
     entry=lambda p: f"matmul_corner_turning_{p['tile']}_{p['pad']}", launch=_tiled_launch,
     accesses=_corner_accesses, flops=_flops, setup=_setup(True), compulsory_bytes=_compulsory,
-    model="matmul", description="B column-major, loaded coalesced and turned in shared memory"))
+    model="matmul", barrier_phases=lambda p: cdiv(p["k"], p["tile"]),
+    description="B column-major, loaded coalesced and turned in shared memory"))
 
 
 def _coarse_accesses(p) -> list[Access]:
@@ -144,4 +145,5 @@ register(KernelCase(
     entry=lambda p: f"matmul_coarsened_{p['tile']}_{p['coarse']}",
     launch=lambda p: _tiled_launch(p, p["coarse"]), accesses=_coarse_accesses, flops=_flops,
     setup=_setup(False), compulsory_bytes=_compulsory, model="matmul",
+    barrier_phases=lambda p: cdiv(p["k"], p["tile"]) * p["coarse"],
     description="thread coarsening: COARSE output tiles per block share one A tile"))
