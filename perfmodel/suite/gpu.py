@@ -107,7 +107,9 @@ def _module(source: str, arch: str) -> tuple[Any, bytes]:
 
 
 def arch() -> str:
-    major, minor = _driver().Context.get_device().compute_capability() if context() else (0, 0)
+    """The live device's target, e.g. sm_90 (kernels are compiled for it, not for a generic PTX)."""
+    context()
+    major, minor = _driver().Context.get_device().compute_capability()
     return f"sm_{major}{minor}"
 
 
