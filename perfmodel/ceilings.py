@@ -11,9 +11,6 @@ from .devices import DeviceSpec
 from .devices import device as lookup
 from .measurements import load
 
-# the probes whose measurements define ceilings: comparing them with the model is circular
-CEILING_CASES = ("probe.copy", "probe.l2_read", "probe.smem_bw", "probe.fma", "probe.launch", "probe.memcpy_dtod")
-
 
 @dataclass(frozen=True)
 class Ceiling:
@@ -63,7 +60,9 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
     fp64 = Ceiling("FP64", dev.fp64_flops_per_s, "FLOP/s", sheet)
     extra: dict[str, Ceiling] = {}
     if len(data):
-        from .suite.registry import get
+        from .suite.registry import REGISTRY, _load
+
+        _load()
 
         def measured(case: str, pick) -> tuple[float, str] | None:
             best = None
@@ -72,7 +71,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
                 if not t:
                     continue
                 params = json.loads(data[data.case_id == cid].params.iloc[0])
-                value = pick(get(case) if case in CEILING_CASES[:-1] else None, params, t)
+                value = pick(REGISTRY.get(case), params, t)  # None for driver calls (memcpy)
                 if value and (best is None or value > best[0]):
                     best = (value, cid)
             return best
@@ -85,7 +84,11 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
             dram = Ceiling("DRAM bandwidth (copy, read + write)", m[0], "B/s", f"measured: {m[1]}")
         if (m := measured("probe.l2_read", lambda c, p, t: 4 * p["n"] * p["passes"] / t)):
             l2 = Ceiling("L2 bandwidth (ld.global.cg, L2-resident)", m[0], "B/s", f"measured: {m[1]}")
-        if (m := measured("probe.smem_bw", lambda c, p, t: 16 * 256 * 1056 * p["iters"] / t)):
+        def smem_read(c, p, t):
+            launch = c.launch(p)
+            return 16 * launch.threads_per_block * launch.blocks * p["iters"] / t
+
+        if (m := measured("probe.smem_bw", smem_read)):
             smem = Ceiling("shared-memory bandwidth", m[0], "B/s", f"measured: {m[1]}")
         if (m := measured("probe.fma", lambda c, p, t: c.flops(p) / t)):
             fp32 = Ceiling("FP32 (FMA)", m[0], "FLOP/s", f"measured: {m[1]}")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import matplotlib
@@ -20,10 +19,6 @@ def _save(fig, path: Path) -> str:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path.name
-
-
-def _param(table: pd.DataFrame, key: str) -> pd.Series:
-    return table.params.map(lambda s: json.loads(s).get(key))
 
 
 def scatter(table: pd.DataFrame, path: Path, title: str) -> str:
