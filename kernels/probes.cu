@@ -124,3 +124,13 @@ extern "C" __global__ void vadd(const float* __restrict__ a, const float* __rest
 extern "C" __global__ void empty_kernel(float* out) {
     if (threadIdx.x == 1024) out[0] = 0.f;  // never true: keeps the parameter live
 }
+
+// Scattered 4-byte stores: each warp writes one word into each of 32 sectors (32 B apart in
+// lane order, like a naive transpose's column), the 8 warps of a 256-thread block complete
+// them. Measures how fast L2 takes partial-sector writes. n is a multiple of 256.
+extern "C" __global__ void scatter_store(float* __restrict__ out, size_t n) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    size_t j = blockIdx.x * (size_t)blockDim.x + (threadIdx.x % 32) * 8 + threadIdx.x / 32;
+    out[j] = (float)(i & 0xffff) * 0.5f;
+}

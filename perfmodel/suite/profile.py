@@ -37,6 +37,7 @@ METRICS = [
     "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
+    "smsp__inst_executed.sum", "sm__cycles_active.avg",
 ]
 
 

@@ -140,6 +140,25 @@ register(KernelCase(
     setup=_fma_setup, model="fp32", description="8 independent FMA chains per thread"))
 
 
+def _scatter_setup(p, rng) -> Setup:
+    i = np.arange(p["n"])
+    j = (i // BLOCK) * BLOCK + (i % 32) * 8 + (i % BLOCK) // 32
+    out = np.empty(p["n"], dtype=np.float32)
+    out[j] = (i & 0xFFFF).astype(np.float32) * np.float32(0.5)
+    return Setup({}, {"out": out}, ["out", np.uint64(p["n"])], rtol=0)
+
+
+register(KernelCase(
+    name="probe.scatter_store", study="ceilings", source="probes.cu", defaults={"n": 1 << 26},
+    entry=lambda p: "scatter_store",
+    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(cdiv(p["n"], BLOCK), 1, 1), params=dict(p)),
+    accesses=lambda p: [Access("scattered store", "global", "bx*256 + (tx % 32)*8 + tx / 32", store=True,
+                               cond=f"bx*256 + tx < {p['n']}", array="out")],
+    setup=_scatter_setup, compulsory_bytes=lambda p: (0, 4 * p["n"]), model="stream",
+    description="4-byte stores, one per sector per warp, sectors completed by the block's 8 warps: "
+                "the L2's rate for partial-sector writes"))
+
+
 register(KernelCase(
     name="probe.launch", study="ceilings", source="probes.cu", defaults={"threads": 32},
     entry=lambda p: "empty_kernel",
