@@ -27,11 +27,22 @@ class Ceilings:
     smem_bytes_per_s: Ceiling
     fp32_flops_per_s: Ceiling
     fp64_flops_per_s: Ceiling
+    dram_read_bytes_per_s: Ceiling | None = None  # read-only stream (no bus turnarounds)
     latency_dram_s: Ceiling | None = None
     latency_l2_s: Ceiling | None = None
     latency_l1_s: Ceiling | None = None
     memcpy_bytes_per_s: Ceiling | None = None
-    launch_s: Ceiling | None = None
+    launch_s: Ceiling | None = None  # what CUDA events add to a kernel's own duration
+    empty_launch_s: Ceiling | None = None  # events around one empty kernel
+
+    def dram_time_s(self, read_bytes: float, write_bytes: float) -> float:
+        """DRAM time of a read/write mix: reads at the read-only rate, and writes at what makes
+        an equal mix run at the copy rate (each write costs the bus turnarounds it causes)."""
+        copy = self.dram_bytes_per_s.value
+        if self.dram_read_bytes_per_s is None:
+            return (read_bytes + write_bytes) / copy
+        read = self.dram_read_bytes_per_s.value
+        return read_bytes / read + write_bytes * (2 / copy - 1 / read)
 
     def all(self) -> list[Ceiling]:
         return [c for c in self.__dict__.values() if c is not None]
@@ -64,14 +75,25 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
 
         _load()
 
+        launch_s = 0.0
+        events = data[(data.metric == "time_s") & (data.stat == "median")].groupby("case_id").value.median()
+        ncu = data[data.metric == "gpu__time_duration.sum"].groupby("case_id").value.median() * 1e-9
+        gap = (events - ncu).dropna()
+        if len(gap):
+            launch_s = max(float(gap.median()), 0.0)
+            extra["launch_s"] = Ceiling("launch (CUDA events minus the kernel's ncu duration)", launch_s, "s",
+                                        f"measured: median over {len(gap)} profiled cases")
+
         def measured(case: str, pick) -> tuple[float, str] | None:
+            """The best rate of a probe, its launch's start-up (timed with it) taken out."""
             best = None
             for cid in _case_ids(data, case):
                 t = _median_time(data, cid)
                 if not t:
                     continue
                 params = json.loads(data[data.case_id == cid].params.iloc[0])
-                value = pick(REGISTRY.get(case), params, t)  # None for driver calls (memcpy)
+                busy = t - launch_s if case != "probe.launch" and t > 2 * launch_s else t
+                value = pick(REGISTRY.get(case), params, busy)  # None for driver calls (memcpy)
                 if value and (best is None or value > best[0]):
                     best = (value, cid)
             return best
@@ -82,6 +104,9 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
 
         if (m := measured("probe.copy", moved)):
             dram = Ceiling("DRAM bandwidth (copy, read + write)", m[0], "B/s", f"measured: {m[1]}")
+        if (m := measured("probe.read", lambda c, p, t: 4 * p["n"] / t if p["vec"] and not p["smem_per_block"]
+                          else None)):
+            extra["dram_read_bytes_per_s"] = Ceiling("DRAM bandwidth (read only)", m[0], "B/s", f"measured: {m[1]}")
         if (m := measured("probe.l2_read", lambda c, p, t: 4 * p["n"] * p["passes"] / t)):
             l2 = Ceiling("L2 bandwidth (ld.global.cg, L2-resident)", m[0], "B/s", f"measured: {m[1]}")
         def smem_read(c, p, t):
@@ -95,7 +120,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
         if (m := measured("probe.memcpy_dtod", lambda c, p, t: 2 * p["bytes"] / t)):
             extra["memcpy_bytes_per_s"] = Ceiling("cuMemcpyDtoD", m[0], "B/s", f"measured: {m[1]}")
         if (m := measured("probe.launch", lambda c, p, t: 1 / t)):
-            extra["launch_s"] = Ceiling("launch (empty kernel, events)", 1 / m[0], "s", f"measured: {m[1]}")
+            extra["empty_launch_s"] = Ceiling("empty kernel (events)", 1 / m[0], "s", f"measured: {m[1]}")
         lat = data[(data.metric == "cycles_per_load")]
         clock = dev.sm_clock_hz
         for key, case, lo, hi in (("latency_l1_s", "probe.chase_ca", 0, 64 << 10),

@@ -28,6 +28,7 @@ COUNTERS = {
     "l2_write_bytes": ("lts__t_sectors_srcunit_tex_op_write.sum", "sector", 1 / 32),
     "dram_read_bytes": ("dram__bytes_read.sum", "B", 1),
     "dram_write_bytes": ("dram__bytes_write.sum", "B", 1),
+    "warp_instructions": ("smsp__inst_executed.sum", "instruction", 1),
 }
 EXACT = {"global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors",
          "smem_load_wavefronts", "smem_store_wavefronts"}
@@ -82,6 +83,8 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
                     kind = "counter-l1" if field in EXACT else "counter"
                     if field.startswith("dram") and max(p, m[metric]) < SMALL_DRAM_BYTES:
                         kind = "counter-noise"  # code and constant fetches of a tiny kernel
+                    elif field == "warp_instructions":
+                        kind = "counter-issue"  # estimated from the SASS around the exact memory counts
                     elif field == "dram_write_bytes":
                         kind = "counter-writeback"  # dirty lines may stay in L2 past the kernel's end
                     add(field if scale == 1 else field.replace("_bytes", "_sectors"), unit, kind, p, m[metric])

@@ -121,13 +121,13 @@ def test_time_model_beats_the_naive_roofline(comparison):
     model = t.rel_error.abs().mean()
     baseline = ((t.baseline - t.measured) / t.measured).abs().mean()
     assert model < baseline / 3, f"model MAPE {model:.3f} vs naive roofline {baseline:.3f}"
-    assert model <= 0.20
+    assert model <= 0.15
 
 
 def test_time_accuracy_reached_so_far(comparison):
     """The models issue asks MAPE <= 10 % everywhere; these are the levels reached (see the reports)."""
     t = comparison[comparison.kind == "time"]
-    reached = {"ceilings": 0.15, "matmul": 0.12, "stencil": 0.45, "transpose": 0.30}
+    reached = {"ceilings": 0.20, "matmul": 0.12, "stencil": 0.16, "transpose": 0.25}
     for study, bound in reached.items():
         s = t[t.study == study]
         mape = s.rel_error.abs().mean()
@@ -136,13 +136,31 @@ def test_time_accuracy_reached_so_far(comparison):
     tiled = t[t.case.isin(["matmul.tiled", "matmul.coarsened"]) & ~t.case_id.str.contains("coarse=8")]
     assert tiled.rel_error.abs().max() <= 0.10, describe(tiled[tiled.rel_error.abs() > 0.10])
     within = (t.rel_error.abs() <= 0.25).mean()
-    assert within >= 0.6, f"only {within:.0%} of timed cases within 25 %"
+    assert within >= 0.85, f"only {within:.0%} of timed cases within 25 %"
+    temporal = t[t.case == "stencil.temporal"]
+    assert temporal.rel_error.abs().max() <= 0.30, describe(temporal)
 
 
 def test_ceiling_probes_are_consistent_but_not_counted(comparison):
     t = comparison[comparison.kind == "time-ceiling"]
     assert set(t.case) >= {"probe.copy", "probe.fma", "probe.launch"}
-    assert t.rel_error.abs().max() < 0.15, describe(t)
+    rates = t[t.case != "probe.launch"]
+    assert rates.rel_error.abs().max() < 0.05, describe(rates)
+    # events around an empty kernel take longer than what they add to a running kernel
+    empty = t[t.case == "probe.launch"]
+    assert (empty.measured > empty.predicted).all(), describe(empty)
+
+
+def test_issued_instructions(comparison):
+    """Warp instructions from the SASS, anchored on the exact memory-instruction counts."""
+    t = comparison[comparison.metric == "warp_instructions"]
+    exact = t[t.case.isin(["matmul.tiled", "matmul.corner_turning", "matmul.coarsened", "stencil.naive",
+                           "transpose.naive", "transpose.smem", "mem.global_load", "mem.global_store",
+                           "probe.copy", "probe.scatter_store"])]
+    assert len(exact) > 100 and exact.rel_error.abs().max() < 0.01, describe(exact[exact.rel_error.abs() >= 0.01])
+    # loops peeled or unrolled with remainders: the mix of copies depends on trip counts
+    rough = t[t.case.isin(["stencil.temporal", "transpose.rows", "matmul.naive", "probe.read"])]
+    assert rough.rel_error.abs().max() < 0.20, describe(rough)
 
 
 def test_ceilings_meet_the_suite_targets():

@@ -36,6 +36,7 @@ class ArchFacts:
     reserved_smem_per_block_bytes: int  # the driver's default reservation
     shared_memory_banks: int = 32
     bank_width_bytes: int = 4
+    warp_schedulers: int = 4  # per SM, each issues one warp instruction per cycle
     dram_granule_bytes: int = 32  # smallest DRAM read (the H200 reads 64-byte sector pairs)
 
     @property

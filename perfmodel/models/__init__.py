@@ -16,8 +16,11 @@ from ..devices import DeviceSpec
 from ..devices import device as lookup
 from ..errors import PerfModelError
 from ..measurements import load
+from ..memory import analyse
 from ..occupancy import Occupancy, occupancy
+from ..sass import functions
 from .base import Prediction, Term
+from .issue import warp_instructions
 from .traffic import block_unique_sectors, dram_traffic, l1_traffic
 
 __all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
@@ -90,7 +93,10 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     resident = max(blocks_per_sm * dev.sm_count, 1)
     waves = launch.blocks / resident
 
-    l1 = l1_traffic(accesses, launch)
+    counts = [analyse(a, launch) for a in accesses]
+    l1 = l1_traffic(accesses, counts)
+    fn = functions(dev.key).get(case.entry(p))
+    issued = warp_instructions(fn, accesses, counts, launch) if fn else None
     per_block = block_unique_sectors(accesses, launch, store=False)
     l2_read = int(per_block * launch.blocks * 32) if not math.isnan(per_block) else l1.load_sectors * 32
     l2_read = min(l2_read, l1.load_sectors * 32) + l1.uncached_load_sectors * 32
@@ -113,9 +119,11 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     ceil = ceilings(dev)
     clock = dev.sm_clock_hz
     flops = case.flops(p)
+    dram_s = ceil.dram_time_s(dram.read_bytes, dram.write_bytes) or 1e-30
     terms = [
-        Term("dram", (dram.read_bytes + dram.write_bytes) / ceil.dram_bytes_per_s.value,
-             dram.read_bytes + dram.write_bytes, ceil.dram_bytes_per_s.value, ceil.dram_bytes_per_s.source),
+        Term("dram", dram_s, dram.read_bytes + dram.write_bytes, (dram.read_bytes + dram.write_bytes) / dram_s,
+             f"{ceil.dram_bytes_per_s.source}" + (f"; reads alone {ceil.dram_read_bytes_per_s.source}"
+                                                  if ceil.dram_read_bytes_per_s else "")),
         Term("l2", (l2_read + l2_write) / ceil.l2_bytes_per_s.value, l2_read + l2_write,
              ceil.l2_bytes_per_s.value, ceil.l2_bytes_per_s.source),
         Term("smem", (l1.smem_load_wavefronts + l1.smem_store_wavefronts) * 128 / ceil.smem_bytes_per_s.value,
@@ -127,14 +135,24 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         Term("fp32", flops / ceil.fp32_flops_per_s.value, flops, ceil.fp32_flops_per_s.value,
              ceil.fp32_flops_per_s.source),
     ]
+    if issued:
+        rate = dev.arch.warp_schedulers * dev.sm_count * clock
+        terms.append(Term("issue", issued.warp_instructions / rate, issued.warp_instructions, rate,
+                          f"{dev.arch.warp_schedulers} warp instructions per SM per cycle; {issued.note}"))
     lat = ceil.latency_dram_s
     if occ and lat and case.sync_after_loads:
-        # a barrier between loads and the rest exposes one memory latency per wave of blocks, and
-        # the shared-memory work after it does not overlap the loads before it
-        serial = terms[0].time_s + waves * lat.value + terms[2].time_s
-        terms.append(Term("latency", serial, waves, 1 / lat.value,
-                          f"DRAM time + {waves:.1f} waves x {lat.value * 1e9:.0f} ns exposed at the barrier "
-                          "+ shared-memory time after it"))
+        # load -> barrier -> work in shared memory: the resident blocks of a wave start together,
+        # so one DRAM latency per wave is exposed, and of the shorter of the two phases only the
+        # share of one of the B resident blocks is not hidden behind the others' longer phase
+        by = {t.name: t.time_s for t in terms}
+        load_s = by["dram"]
+        work_s = max(by["smem"], by["l1"], by.get("issue", 0.0))
+        b = occ.blocks_per_sm
+        rounds = math.ceil(waves)
+        phased = max(load_s, work_s) + min(load_s, work_s) / b + rounds * lat.value
+        terms.append(Term("barrier", phased, rounds, 1 / lat.value,
+                          f"max(load {load_s * 1e6:.1f} us, work {work_s * 1e6:.1f} us) + the shorter / {b} "
+                          f"blocks per SM + {rounds} waves x {lat.value * 1e9:.0f} ns latency at the barrier"))
     elif occ and lat and l1.load_requests:
         bytes_per_request = l1.load_bytes / l1.load_requests
         in_flight = occ.warps_per_sm * dev.sm_count * case.loads_in_flight(p) * bytes_per_request
@@ -143,10 +161,11 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                           f"Little's law: {in_flight / 2**20:.2f} MiB in flight / {lat.value * 1e9:.0f} ns"))
     slowest = max(terms, key=lambda t: t.time_s)
     time_s = slowest.time_s
-    if slowest.name in ("smem", "fp32", "l1") and waves > 1:
+    if slowest.name in ("smem", "fp32", "l1", "issue") and waves > 1:
         time_s *= math.ceil(waves) / waves  # the last, partial wave leaves SMs idle
     l2_lat = ceil.latency_l2_s
-    if case.barrier_phases and l2_lat and slowest.name in ("smem", "fp32", "l1"):
+    if case.barrier_phases and l2_lat and slowest.name in ("smem", "fp32", "l1", "issue") \
+            and not case.sync_after_loads:
         # the resident blocks of an SM start together and stay in step: at every barrier all of
         # them wait for their next tiles, one L2 round trip that no other block hides
         rounds = math.ceil(waves) * case.barrier_phases(p)
@@ -165,5 +184,6 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         l2_read_bytes=l2_read, l2_write_bytes=l2_write, dram_read_bytes=dram.read_bytes,
         dram_write_bytes=dram.write_bytes, smem_load_wavefronts=l1.smem_load_wavefronts,
         smem_store_wavefronts=l1.smem_store_wavefronts, occupancy=occ, resident_blocks=resident,
-        blocks=launch.blocks, waves=waves, bound=slowest.name, time_s=time_s, breakdown=tuple(terms),
+        blocks=launch.blocks, waves=waves, bound=slowest.name, time_s=time_s,
+        warp_instructions=issued.warp_instructions if issued else 0.0, breakdown=tuple(terms),
         notes=tuple(notes))

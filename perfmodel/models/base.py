@@ -12,7 +12,7 @@ from ..occupancy import Occupancy
 class Term:
     """One line of a time breakdown: what limits, how long it alone would take, and why."""
 
-    name: str  # dram | l2 | smem | lsu | fp32 | latency | launch
+    name: str  # dram | l2 | smem | l1 | fp32 | issue | latency | barrier | launch
     time_s: float
     work: float
     rate_per_s: float
@@ -45,6 +45,7 @@ class Prediction:
     waves: float
     bound: str
     time_s: float
+    warp_instructions: float = 0.0  # issued, estimated from the SASS (0: no SASS recorded)
     breakdown: tuple[Term, ...] = ()
     notes: tuple[str, ...] = ()
     extra: dict[str, float] = field(default_factory=dict)

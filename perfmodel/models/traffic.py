@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..devices import DeviceSpec
-from ..memory import Access, Launch, analyse
-from ..memory.pattern import BLOCK_VARS, _Bound
+from ..memory import Access, Launch
+from ..memory.pattern import BLOCK_VARS, AccessCount, _Bound
 
 SECTOR = 32
 
@@ -36,10 +36,10 @@ class L1Traffic:
     smem_store_instructions: int = 0
 
 
-def l1_traffic(accesses: list[Access], launch: Launch) -> L1Traffic:
+def l1_traffic(accesses: list[Access], counts: list[AccessCount]) -> L1Traffic:
+    """Totals of the accesses' counts (perfmodel.memory.analyse of each, in order)."""
     t = dict.fromkeys(L1Traffic.__dataclass_fields__, 0)
-    for a in accesses:
-        c = analyse(a, launch)
+    for a, c in zip(accesses, counts, strict=True):
         if a.space == "global":
             k = "store" if a.store else "load"
             t[f"{k}_requests"] += c.requests

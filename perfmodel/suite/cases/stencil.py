@@ -156,5 +156,5 @@ register(KernelCase(
     entry=lambda p: f"wave_temporal_{p['steps']}_{p['ppt']}", launch=_temporal_launch,
     accesses=_temporal_accesses, flops=lambda p: FLOPS_PER_CELL * temporal_cell_updates(p),
     setup=_temporal_setup,
-    compulsory_bytes=lambda p: (16 * _cells(p), 8 * _cells(p)), model="stencil",
+    compulsory_bytes=lambda p: (16 * _cells(p), 8 * _cells(p)), model="stencil", sync_after_loads=True,
     description="temporal blocking: STEPS time steps per launch in shared memory, tile 32"))
