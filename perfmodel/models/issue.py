@@ -30,6 +30,11 @@ def _vector(kinds: dict[str, float]) -> np.ndarray:
     return np.array([kinds.get(k, 0.0) for k in _KIND_ORDER], dtype=float)
 
 
+def _fit(static: np.ndarray, dynamic: np.ndarray) -> float:
+    """Runs of a code region whose memory instructions best match the dynamic counts."""
+    return float(static @ dynamic) / float(static @ static) if static.any() else 0.0
+
+
 @dataclass(frozen=True)
 class Instructions:
     warp_instructions: float
@@ -47,12 +52,19 @@ def warp_instructions(fn: Function, accesses: list[Access], counts: list[AccessC
     straight = [r for r in fn.regions if r.depth == 0]
     loops = [r for r in fn.regions if r.depth > 0]
     total = sum(r.instructions for r in straight) * float(warps)
-    # the straight-line code's memory instructions are taken out of the loop-free group
+    # the straight-line code (once per warp) holds memory instructions of the loop-free group,
+    # and peeled first iterations of loops: take them out of the groups' counts
     spent = _vector({k: v * warps for r in straight for k, v in r.kinds.items()})
     keys = list(groups)
     demand = {g: _vector(groups[g]) for g in keys}
     if () in demand:
-        demand[()] = np.maximum(demand[()] - spent, 0)
+        used = np.minimum(demand[()], spent)
+        demand[()] = demand[()] - used
+        spent = spent - used
+    share = sum(demand.values()) if keys else spent
+    for g in keys:
+        demand[g] = np.maximum(demand[g] - spent * np.divide(demand[g], share, out=np.zeros_like(spent),
+                                                             where=share > 0), 0)
     taken: dict[tuple[str, ...], list] = {g: [] for g in keys}
     idle = 0
     for r in loops:
@@ -66,9 +78,18 @@ def warp_instructions(fn: Function, accesses: list[Access], counts: list[AccessC
     for g, regions in taken.items():
         if not regions:
             continue
+        left = demand[g]
+        top = min(r.depth for r in regions)
+        outer = [r for r in regions if r.depth == top]
+        if len(outer) < len(regions) and g:
+            # an outer loop's own code runs once per trip; its inner loops take the rest
+            s = sum(_vector(r.kinds) for r in outer)
+            runs = min(launch.loops.get(g[0], 1) * float(warps), _fit(s, left))
+            total += runs * sum(r.instructions for r in outer)
+            left = np.maximum(left - s * runs, 0)
+            regions = [r for r in regions if r.depth > top]
         s = sum(_vector(r.kinds) for r in regions)
-        runs = float(s @ demand[g]) / float(s @ s)
-        total += runs * sum(r.instructions for r in regions)
+        total += _fit(s, left) * sum(r.instructions for r in regions)
         covered |= s > 0
     for g, regions in taken.items():
         if g != () and not regions and not (demand[g][covered] > 0).any():
