@@ -159,8 +159,10 @@ def test_issued_instructions(comparison):
                            "probe.copy", "probe.scatter_store"])]
     assert len(exact) > 100 and exact.rel_error.abs().max() < 0.01, describe(exact[exact.rel_error.abs() >= 0.01])
     # loops peeled or unrolled with remainders: the mix of copies depends on trip counts
-    rough = t[t.case.isin(["stencil.temporal", "transpose.rows", "matmul.naive", "probe.read"])]
-    assert rough.rel_error.abs().max() < 0.20, describe(rough)
+    rough = t[t.case.isin(["stencil.temporal", "transpose.rows", "probe.read"])]
+    assert rough.rel_error.abs().max() < 0.10, describe(rough)
+    unrolled = t[t.case.isin(["matmul.naive", "matmul.naive_colmajor_b"])]  # x16 loop + remainder loops
+    assert unrolled.rel_error.abs().max() < 0.25, describe(unrolled)
 
 
 def test_ceilings_meet_the_suite_targets():

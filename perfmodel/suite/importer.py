@@ -15,7 +15,7 @@ from . import profile
 
 
 def import_run(folder: Path, device: str, commit: str | None = None) -> Path:
-    """measurements.csv and device.json are copied; ncu rows are taken from ncu.csv, or parsed from
+    """measurements.csv, device.json and the SASS listing are copied; ncu rows are taken from ncu.csv, or parsed from
     ncu_raw.tar.gz when ncu.csv was too large to come back. Recorded data is never edited by hand."""
     folder = Path(folder)
     info = json.loads((folder / "device.json").read_text())
@@ -42,4 +42,6 @@ def import_run(folder: Path, device: str, commit: str | None = None) -> Path:
                 study = manifest.stem.removeprefix("manifest_")
                 rec.write(profile.parse(raw / f"ncu_{study}.csv", manifest))
             rec.close()
+    if (folder / "sass.txt.gz").exists():  # the compiled kernels (perfmodel.sass reads the newest)
+        shutil.copy(folder / "sass.txt.gz", dest / f"{stem}-sass.txt.gz")
     return dest

@@ -1,0 +1,39 @@
+"""SASS listing parser and the instruction estimate, on a hand-written listing."""
+
+from perfmodel.memory import Access, Launch, analyse
+from perfmodel.models.issue import warp_instructions
+from perfmodel.sass import parse
+
+LISTING = """
+        Function : toy
+        /*0000*/                   S2R R0, SR_TID.X ;
+        /*0010*/                   LDG.E R2, desc[UR4][R2.64] ;
+        /*0020*/                   IADD3 R4, R4, 0x1, RZ ;
+        /*0030*/                   LDS R5, [R4] ;
+        /*0040*/                   FADD R6, R6, R5 ;
+        /*0050*/               @P0 BRA 0x20 ;
+        /*0060*/                   STG.E desc[UR4][R2.64], R6 ;
+        /*0070*/                   EXIT ;
+        /*0080*/                   BRA 0x80;
+        /*0090*/                   NOP;
+"""
+
+
+def test_parse_finds_the_loop_and_its_memory_instructions():
+    fn = parse(LISTING)["toy"]
+    assert fn.instructions == 8  # the padding after the last EXIT never runs
+    body, loop = fn.regions
+    assert (body.depth, body.instructions, body.kinds) == (0, 4, {"global_ld": 1, "global_st": 1})
+    assert (loop.start, loop.end, loop.depth, loop.instructions, loop.kinds) == (0x20, 0x50, 1, 4,
+                                                                                 {"shared_ld": 1})
+
+
+def test_loop_runs_as_often_as_its_memory_instructions_say():
+    launch = Launch(block=(64, 1, 1), grid=(10, 1, 1), loops={"k": 7})
+    accesses = [Access("x", "global", "bx*64 + tx"), Access("s", "shared", "tx + 64*k", loops=("k",)),
+                Access("y", "global", "bx*64 + tx", store=True)]
+    counts = [analyse(a, launch) for a in accesses]
+    got = warp_instructions(parse(LISTING)["toy"], accesses, counts, launch)
+    warps = 20
+    assert got.warp_instructions == warps * 4 + warps * 7 * 4
+    assert got.memory_instructions == warps * (1 + 7 + 1)
