@@ -141,18 +141,21 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                           f"{dev.arch.warp_schedulers} warp instructions per SM per cycle; {issued.note}"))
     lat = ceil.latency_dram_s
     if occ and lat and case.sync_after_loads:
-        # load -> barrier -> work in shared memory: the resident blocks of a wave start together,
-        # so one DRAM latency per wave is exposed, and of the shorter of the two phases only the
-        # share of one of the B resident blocks is not hidden behind the others' longer phase
+        # load -> barrier -> work in shared memory. The resident blocks of a wave start together and
+        # one DRAM latency per wave is exposed; a block's shorter phase hides only behind the other
+        # B - 1 blocks' longer phases, and with B = 2 the other block is in the same phase, so
+        # nothing hides (form chosen among 1/B, 1/(B - 1), 2/B on the recorded transposes and
+        # temporal blocking: a calibrated rule)
         by = {t.name: t.time_s for t in terms}
         load_s = by["dram"]
         work_s = max(by["smem"], by["l1"], by.get("issue", 0.0))
         b = occ.blocks_per_sm
+        exposed = 1.0 if b <= 2 else 1 / (b - 1)
         rounds = math.ceil(waves)
-        phased = max(load_s, work_s) + min(load_s, work_s) / b + rounds * lat.value
+        phased = max(load_s, work_s) + min(load_s, work_s) * exposed + rounds * lat.value
         terms.append(Term("barrier", phased, rounds, 1 / lat.value,
-                          f"max(load {load_s * 1e6:.1f} us, work {work_s * 1e6:.1f} us) + the shorter / {b} "
-                          f"blocks per SM + {rounds} waves x {lat.value * 1e9:.0f} ns latency at the barrier"))
+                          f"max(load {load_s * 1e6:.1f} us, work {work_s * 1e6:.1f} us) + {exposed:.2f} x the shorter "
+                          f"({b} blocks per SM) + {rounds} waves x {lat.value * 1e9:.0f} ns latency at the barrier"))
     elif occ and lat and l1.load_requests:
         bytes_per_request = l1.load_bytes / l1.load_requests
         in_flight = occ.warps_per_sm * dev.sm_count * case.loads_in_flight(p) * bytes_per_request
