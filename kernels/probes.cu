@@ -127,7 +127,7 @@ extern "C" __global__ void empty_kernel(float* out) {
 
 // Scattered 4-byte stores: each warp writes one word into each of 32 sectors (32 B apart in
 // lane order, like a naive transpose's column), the 8 warps of a 256-thread block complete
-// them. Measures how fast L2 takes partial-sector writes. n is a multiple of 256.
+// them (on the H200 the SM merges these into full sectors before L2). n is a multiple of 256.
 extern "C" __global__ void scatter_store(float* __restrict__ out, size_t n) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i >= n) return;

@@ -155,8 +155,8 @@ register(KernelCase(
     accesses=lambda p: [Access("scattered store", "global", "bx*256 + (tx % 32)*8 + tx / 32", store=True,
                                cond=f"bx*256 + tx < {p['n']}", array="out")],
     setup=_scatter_setup, compulsory_bytes=lambda p: (0, 4 * p["n"]), model="stream",
-    description="4-byte stores, one per sector per warp, sectors completed by the block's 8 warps: "
-                "the L2's rate for partial-sector writes"))
+    description="4-byte stores, one per sector per warp, sectors completed by the block's 8 warps "
+                "(measured: the SM merges them into full sectors before L2; the model does not)"))
 
 
 register(KernelCase(
