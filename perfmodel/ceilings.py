@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from .devices import DeviceSpec
 from .devices import device as lookup
-from .measurements import load
+from .measurements import load, median_times
 
 
 @dataclass(frozen=True)
@@ -48,11 +48,6 @@ class Ceilings:
         return [c for c in self.__dict__.values() if c is not None]
 
 
-def _median_time(df, case_id: str) -> float | None:
-    rows = df[(df.case_id == case_id) & (df.metric == "time_s") & (df.stat == "median")]
-    return float(rows.value.median()) if len(rows) else None  # median over recorded runs
-
-
 def _case_ids(df, case: str) -> list[str]:
     return sorted(set(df[df.case == case].case_id))
 
@@ -76,9 +71,9 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
         _load()
 
         launch_s = 0.0
-        events = data[(data.metric == "time_s") & (data.stat == "median")].groupby("case_id").value.median()
+        times = median_times(data)
         ncu = data[data.metric == "gpu__time_duration.sum"].groupby("case_id").value.median() * 1e-9
-        gap = (events - ncu).dropna()
+        gap = (times - ncu).dropna()
         if len(gap):
             launch_s = max(float(gap.median()), 0.0)
             extra["launch_s"] = Ceiling("launch (CUDA events minus the kernel's ncu duration)", launch_s, "s",
@@ -88,7 +83,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
             """The best rate of a probe, its launch's start-up (timed with it) taken out."""
             best = None
             for cid in _case_ids(data, case):
-                t = _median_time(data, cid)
+                t = times.get(cid)
                 if not t:
                     continue
                 params = json.loads(data[data.case_id == cid].params.iloc[0])

@@ -107,3 +107,8 @@ def load(device: str = "h200", data_dir: Path | None = None) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame(columns=list(COLUMNS))
     return pd.concat(frames, ignore_index=True)
+
+
+def median_times(data: pd.DataFrame) -> pd.Series:
+    """case_id -> CUDA-event time in seconds: the median over recorded runs of each run's median."""
+    return data[(data.metric == "time_s") & (data.stat == "median")].groupby("case_id").value.median()

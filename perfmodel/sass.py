@@ -2,8 +2,8 @@
 
 Recorded under reports/data/<device>/run-*-sass.txt.gz by experiments/gpu_session.sh. A loop is
 the address range of a backward branch; a region is the code of one loop without its inner
-loops (or, for the kernel's straight-line code, region "body"). Only memory instructions name
-their kind, because the access descriptions count those exactly and anchor the rest.
+loops, or the straight-line code outside every loop (depth 0). Only memory instructions get a
+kind, because the access descriptions count those exactly and anchor the rest.
 """
 
 from __future__ import annotations

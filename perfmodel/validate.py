@@ -11,7 +11,7 @@ import numpy as np
 
 from .ceilings import ceilings
 from .devices import device as lookup
-from .measurements import load
+from .measurements import load, median_times
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,7 +55,7 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
     data = load(dev.key) if data is None else data
     ncu = data[data.source == "ncu"].pivot_table(index="case_id", columns="metric", values="value",
                                                   aggfunc="median")
-    events = data[(data.metric == "time_s") & (data.stat == "median")].groupby("case_id").value.median()
+    events = median_times(data)
     driver = data[(data.source == "driver") & (data.metric == "blocks_per_sm")].groupby("case_id").value.first()
     cases = data[data.case.isin(REGISTRY)].drop_duplicates("case_id")[["study", "case", "case_id", "params"]]
     ceiling_ids = {c.source.removeprefix("measured: ") for c in ceilings(dev).all()}

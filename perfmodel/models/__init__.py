@@ -26,6 +26,7 @@ from .traffic import block_unique_sectors, dram_traffic, l1_traffic
 __all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
 
 DEFAULT_REGISTERS = 32
+IN_SM = ("smem", "fp32", "l1", "issue")  # pipes inside the SM: bound per wave of resident blocks
 
 
 @functools.cache
@@ -122,7 +123,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     dram_s = ceil.dram_time_s(dram.read_bytes, dram.write_bytes) or 1e-30
     terms = [
         Term("dram", dram_s, dram.read_bytes + dram.write_bytes, (dram.read_bytes + dram.write_bytes) / dram_s,
-             f"{ceil.dram_bytes_per_s.source}" + (f"; reads alone {ceil.dram_read_bytes_per_s.source}"
+             ceil.dram_bytes_per_s.source + (f"; reads alone {ceil.dram_read_bytes_per_s.source}"
                                                   if ceil.dram_read_bytes_per_s else "")),
         Term("l2", (l2_read + l2_write) / ceil.l2_bytes_per_s.value, l2_read + l2_write,
              ceil.l2_bytes_per_s.value, ceil.l2_bytes_per_s.source),
@@ -164,11 +165,10 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                           f"Little's law: {in_flight / 2**20:.2f} MiB in flight / {lat.value * 1e9:.0f} ns"))
     slowest = max(terms, key=lambda t: t.time_s)
     time_s = slowest.time_s
-    if slowest.name in ("smem", "fp32", "l1", "issue") and waves > 1:
+    if slowest.name in IN_SM and waves > 1:
         time_s *= math.ceil(waves) / waves  # the last, partial wave leaves SMs idle
     l2_lat = ceil.latency_l2_s
-    if case.barrier_phases and l2_lat and slowest.name in ("smem", "fp32", "l1", "issue") \
-            and not case.sync_after_loads:
+    if case.barrier_phases and l2_lat and slowest.name in IN_SM:
         # the resident blocks of an SM start together and stay in step: at every barrier all of
         # them wait for their next tiles, one L2 round trip that no other block hides
         rounds = math.ceil(waves) * case.barrier_phases(p)

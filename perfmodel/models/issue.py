@@ -2,11 +2,11 @@
 
 The access description counts every memory instruction exactly (warp-level, per access); the
 SASS says how many instructions surround them. Accesses are grouped by their outermost loop
-(inner loops the compiler unrolls end up in the outer loop's SASS);
-each SASS loop region goes to the group whose memory-instruction mix it resembles most, and the
-group's regions run as often as makes their memory instructions match the group's counts (least
-squares over the kinds). The straight-line code runs once per warp; an access group no loop
-region took adds just its memory instructions.
+(inner loops the compiler unrolls end up in the outer loop's SASS); each SASS loop region goes
+to the group whose memory-instruction mix it resembles most, and the group's regions run as
+often as makes their memory instructions match the group's counts (least squares over the
+kinds). The straight-line code runs once per warp; an access group no loop region took adds
+just its memory instructions.
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ from . import profile
 
 
 def import_run(folder: Path, device: str, commit: str | None = None) -> Path:
-    """measurements.csv, device.json and the SASS listing are copied; ncu rows are taken from ncu.csv, or parsed from
-    ncu_raw.tar.gz when ncu.csv was too large to come back. Recorded data is never edited by hand."""
+    """measurements.csv, device.json and the SASS listing are copied; ncu rows are taken from
+    ncu.csv, or parsed from ncu_raw.tar.gz when ncu.csv was too large to come back. Recorded data
+    is never edited by hand."""
     folder = Path(folder)
     info = json.loads((folder / "device.json").read_text())
     if commit and info["provenance"]["commit"] == "unknown":

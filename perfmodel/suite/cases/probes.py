@@ -152,8 +152,8 @@ register(KernelCase(
     name="probe.scatter_store", study="ceilings", source="probes.cu", defaults={"n": 1 << 26},
     entry=lambda p: "scatter_store",
     launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(cdiv(p["n"], BLOCK), 1, 1), params=dict(p)),
-    accesses=lambda p: [Access("scattered store", "global", "bx*256 + (tx % 32)*8 + tx / 32", store=True,
-                               cond=f"bx*256 + tx < {p['n']}", array="out")],
+    accesses=lambda p: [Access("scattered store", "global", "bx*bdx + (tx % 32)*8 + tx / 32", store=True,
+                               cond=f"bx*bdx + tx < {p['n']}", array="out")],
     setup=_scatter_setup, compulsory_bytes=lambda p: (0, 4 * p["n"]), model="stream",
     description="4-byte stores, one per sector per warp, sectors completed by the block's 8 warps "
                 "(measured: the SM merges them into full sectors before L2; the model does not)"))
