@@ -134,3 +134,18 @@ extern "C" __global__ void scatter_store(float* __restrict__ out, size_t n) {
     size_t j = blockIdx.x * (size_t)blockDim.x + (threadIdx.x % 32) * 8 + threadIdx.x / 32;
     out[j] = (float)(i & 0xffff) * 0.5f;
 }
+
+// Partial-line stores: each warp store touches `lines` (1..32, a power of two) 128-byte lines,
+// 32/lines lanes per line writing consecutive words. Store p of warp w starts at line
+// ((p*W + w)*lines) mod footprint_lines (W warps in the grid), so a warp's stores never repeat a
+// line back to back. Every written word gets its own index (low 16 bits) as its value.
+extern "C" __global__ void store_lines(float* __restrict__ out, int lines, long long footprint_lines,
+                                       int passes) {
+    int lane = threadIdx.x & 31, per_line = 32 / lines;
+    long long w = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5, W = (gridDim.x * (long long)blockDim.x) >> 5;
+    for (int p = 0; p < passes; ++p) {
+        long long line = ((p * W + w) * lines) % footprint_lines + lane / per_line;
+        long long j = line * 32 + lane % per_line;
+        out[j] = (float)(j & 0xffff);
+    }
+}

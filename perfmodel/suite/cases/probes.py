@@ -159,6 +159,46 @@ register(KernelCase(
                 "(measured: the SM merges them into full sectors before L2; the model does not)"))
 
 
+def _store_lines_setup(p, rng) -> Setup:
+    lines, foot, passes = p["lines"], p["footprint_lines"], p["passes"]
+    w = np.arange(_grid(p) * BLOCK // 32)
+
+    def expected() -> dict[str, np.ndarray]:
+        out = np.full(foot * 32, np.nan, dtype=np.float32)
+        lane = np.arange(32)
+        per_line = 32 // lines
+        for q in range(passes):
+            line = ((q * len(w) + w[:, None]) * lines) % foot + lane[None, :] // per_line
+            j = (line * 32 + lane[None, :] % per_line).ravel()
+            out[j] = (j & 0xFFFF).astype(np.float32)
+        return {"out": out}
+
+    return Setup({}, expected, ["out", np.int32(lines), np.int64(foot), np.int32(passes)], rtol=0,
+                 outputs={"out": ((foot * 32,), np.float32)}, dense=False)
+
+
+def _store_lines_accesses(p) -> list[Access]:
+    warps, lines = _grid(p) * BLOCK // 32, p["lines"]
+    per_line = 32 // lines
+    line = f"((rep*{warps} + bx*{BLOCK // 32} + tx/32)*{lines}) % {p['footprint_lines']} + (tx%32)/{per_line}"
+    return [Access("partial-line store", "global", f"({line})*32 + (tx%32)%{per_line}", store=True,
+                   loops=("rep",), array="out")]
+
+
+register(KernelCase(
+    name="probe.store_lines", study="ceilings", source="probes.cu",
+    defaults={"lines": 32, "footprint_lines": 1 << 16, "passes": 64},
+    entry=lambda p: "store_lines",
+    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(_grid(p), 1, 1), loops={"rep": p["passes"]},
+                            params=dict(p)),
+    accesses=_store_lines_accesses, setup=_store_lines_setup,
+    compulsory_bytes=lambda p: (0, 32 * max(1, 4 // p["lines"])
+                                * min(p["footprint_lines"], _grid(p) * BLOCK // 32 * p["lines"] * p["passes"])),
+    model="stream",
+    description="stores touching `lines` 128-byte lines per warp instruction (32/lines lanes each): "
+                "the L2's rate for partially written lines, L2-resident or not"))
+
+
 register(KernelCase(
     name="probe.launch", study="ceilings", source="probes.cu", defaults={"threads": 32},
     entry=lambda p: "empty_kernel",
