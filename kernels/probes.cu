@@ -149,3 +149,19 @@ extern "C" __global__ void store_lines(float* __restrict__ out, int lines, long 
         out[j] = (float)(j & 0xffff);
     }
 }
+
+// L1-resident loads: lane l of every warp reads word l*stride + 32*(it % 8) (stride 0: one word
+// for all lanes), `iters` times; all warps read the same words, so after the first touch every
+// load hits L1. `zero` is 0 at run time (unknown to the compiler: no load is hoisted).
+extern "C" __global__ void load_lines(const float* __restrict__ in, float* __restrict__ out, int stride,
+                                      int iters, int zero) {
+    int lane = threadIdx.x & 31;
+    float s = 0.f;
+    for (int it = 0; it < iters; ++it) s += in[lane * stride + 32 * (it & 7) + (it >> 3) * zero];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
+// Block launch rate: blocks that do nothing but one store from thread 0.
+extern "C" __global__ void blocks_only(float* __restrict__ out) {
+    if (threadIdx.x == 0) out[blockIdx.x] = (float)(blockIdx.x & 0xffff);
+}

@@ -199,6 +199,44 @@ register(KernelCase(
                 "the L2's rate for partially written lines, L2-resident or not"))
 
 
+def _load_lines_setup(p, rng) -> Setup:
+    stride, iters = p["stride"], p["iters"]
+    a = f32(rng, 32 * stride + 256)
+    lane = np.arange(32)
+    words = lane[:, None] * stride + 32 * (np.arange(iters)[None, :] % 8)
+    per_lane = a[words].astype(np.float64).sum(axis=1)
+    expected = np.tile(per_lane, _grid(p) * BLOCK // 32).astype(np.float32)
+    return Setup({"in": a}, {"out": expected}, ["in", "out", np.int32(stride), np.int32(iters), np.int32(0)],
+                 rtol=1e-3)
+
+
+register(KernelCase(
+    name="probe.load_lines", study="ceilings", source="probes.cu", defaults={"stride": 1, "iters": 4096},
+    entry=lambda p: "load_lines",
+    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(_grid(p), 1, 1), loops={"it": p["iters"]},
+                            params=dict(p)),
+    accesses=lambda p: [Access("L1-resident load", "global", f"(tx%32)*{p['stride']} + 32*(it%8)", loops=("it",),
+                               array="in"),
+                        Access("sum store", "global", "bx*bdx + tx", store=True, array="out")],
+    setup=_load_lines_setup, compulsory_bytes=lambda p: (4 * (32 * p["stride"] + 256), 4 * _grid(p) * BLOCK),
+    model="stream",
+    description="loads that hit L1, lanes `stride` words apart: the L1 data stage's rate per access pattern"))
+
+
+def _blocks_setup(p, rng) -> Setup:
+    b = np.arange(p["blocks"])
+    return Setup({}, {"out": (b & 0xFFFF).astype(np.float32)}, ["out"], rtol=0)
+
+
+register(KernelCase(
+    name="probe.blocks", study="ceilings", source="probes.cu", defaults={"blocks": 1 << 18},
+    entry=lambda p: "blocks_only",
+    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(p["blocks"], 1, 1), params=dict(p)),
+    accesses=lambda p: [Access("one store per block", "global", "bx", store=True, cond="tx == 0", array="out")],
+    setup=_blocks_setup, compulsory_bytes=lambda p: (0, 4 * p["blocks"]), model="stream",
+    description="blocks of 256 threads that only store one word: the rate blocks launch and retire"))
+
+
 register(KernelCase(
     name="probe.launch", study="ceilings", source="probes.cu", defaults={"threads": 32},
     entry=lambda p: "empty_kernel",
