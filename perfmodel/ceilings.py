@@ -34,6 +34,10 @@ class Ceilings:
     memcpy_bytes_per_s: Ceiling | None = None
     launch_s: Ceiling | None = None  # what CUDA events add to a kernel's own duration
     empty_launch_s: Ceiling | None = None  # events around one empty kernel
+    l2_write_requests_per_s: Ceiling | None = None  # (store, line) requests that hit in L2
+    l2_write_fill_requests_per_s: Ceiling | None = None  # ... that allocate whole sectors missing in L2
+    l2_write_rmw_requests_per_s: Ceiling | None = None  # ... that miss with sectors written in part
+    blocks_per_s: Ceiling | None = None  # thread blocks launched and retired
 
     def dram_time_s(self, read_bytes: float, write_bytes: float) -> float:
         """DRAM time of a read/write mix: reads at the read-only rate, and writes at what makes
@@ -116,6 +120,22 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
             extra["memcpy_bytes_per_s"] = Ceiling("cuMemcpyDtoD", m[0], "B/s", f"measured: {m[1]}")
         if (m := measured("probe.launch", lambda c, p, t: 1 / t)):
             extra["empty_launch_s"] = Ceiling("empty kernel (events)", 1 / m[0], "s", f"measured: {m[1]}")
+        def store_requests(lines: int, resident: bool):
+            def pick(c, p, t):
+                if p["lines"] != lines or (p["footprint_lines"] * 128 <= dev.l2_bytes) != resident:
+                    return None
+                return c.launch(p).blocks * c.launch(p).warps_per_block * p["passes"] * lines / t
+            return pick
+
+        for key, lines, resident, what in (
+                ("l2_write_requests_per_s", 32, True, "L2 write requests, L2-resident (4-byte stores, 32 lines each)"),
+                ("l2_write_fill_requests_per_s", 4, False, "L2 write requests allocating full sectors (DRAM-sized)"),
+                ("l2_write_rmw_requests_per_s", 32, False, "L2 write requests to sectors written in part "
+                                                            "(DRAM read-modify-write)")):
+            if (m := measured("probe.store_lines", store_requests(lines, resident))):
+                extra[key] = Ceiling(what, m[0], "1/s", f"measured: {m[1]}")
+        if (m := measured("probe.blocks", lambda c, p, t: p["blocks"] / t if p["blocks"] >= 1 << 18 else None)):
+            extra["blocks_per_s"] = Ceiling("thread blocks launched and retired", m[0], "1/s", f"measured: {m[1]}")
         lat = data[(data.metric == "cycles_per_load")]
         clock = dev.sm_clock_hz
         for key, case, lo, hi in (("latency_l1_s", "probe.chase_ca", 0, 64 << 10),

@@ -20,9 +20,10 @@ from ..errors import AccessError
 from .banks import shared_access
 from .coalescing import global_access
 from .expr import Expr, substitute
-from .lanes import WARP
+from .lanes import INACTIVE, WARP, distinct_sorted, sorted_keys
 
 BLOCK_VARS = ("bx", "by", "bz")
+TAG_LINES = 4  # L1's tag stage resolves up to 4 lines (x 4 sectors) per cycle (NVIDIA, Volta and later)
 
 
 @dataclass(frozen=True)
@@ -87,8 +88,11 @@ class AccessCount:
     sectors: int = 0
     lines: int = 0
     bytes_requested: int = 0
-    wavefronts: int = 0
+    wavefronts: int = 0  # L1 data-stage wavefronts (shared: bank conflicts; global: the same banks)
     ideal_wavefronts: int = 0
+    tag_wavefronts: int = 0  # global: L1 tag-stage passes, up to 4 lines each
+    block_lines: int = 0  # global stores: distinct lines of all the block's warps at one instruction
+    block_sectors: int = 0  # ... and their distinct sectors
     max_ways: int = 0
     sampled_fraction: float = 1.0  # < 1: estimated from a uniform sample of the rows
 
@@ -222,23 +226,33 @@ def analyse(access: Access, launch: Launch, row_budget: int = 20_000,
     weight *= rest / fraction
     chunk = max(262_144 // warps, 1)
     n_rows = len(weight)
-    totals = np.zeros(6)
+    totals = np.zeros(9)
     max_ways = 0
     for start in range(0, n_rows, chunk):
         part = {k: v[start:start + chunk] for k, v in values.items()}
         w = np.repeat(weight[start:start + chunk], warps)
-        rows = bound.addresses(part).reshape(-1, WARP)
+        wide = bound.addresses(part)
+        rows = wide.reshape(-1, WARP)
+        if access.space == "global" and access.store:
+            blk = wide.reshape(len(wide), -1)
+            by_sector = sorted_keys(blk >> 5, blk >= 0)
+            totals[7] += weight[start:start + chunk] @ distinct_sorted(
+                np.where(by_sector == INACTIVE, INACTIVE, by_sector >> 2))
+            totals[8] += weight[start:start + chunk] @ distinct_sorted(by_sector)
         if access.space == "global":
             g = global_access(rows, access.width, access.store)
+            data = shared_access(rows, access.width, access.store)  # L1's data banks, as for shared
             totals += (w @ (g.active_per_row > 0), w @ g.sectors_per_row, w @ g.lines_per_row,
-                       w @ g.active_per_row * access.width, 0, 0)
+                       w @ g.active_per_row * access.width, w @ data.wavefronts_per_row, 0,
+                       w @ -(-g.lines_per_row // TAG_LINES), 0, 0)
         else:
             sh = shared_access(rows, access.width, access.store)
             active = (rows >= 0).any(axis=1)
-            totals += (w @ active, 0, 0, 0, w @ sh.wavefronts_per_row, w @ sh.ideal_per_row)
+            totals += (w @ active, 0, 0, 0, w @ sh.wavefronts_per_row, w @ sh.ideal_per_row, 0, 0, 0)
             max_ways = max(max_ways, sh.max_ways)
     t = [round(v) for v in totals]
     return AccessCount(name=access.name, space=access.space, store=access.store,
                        width_bytes=access.width, requests=t[0], sectors=t[1], lines=t[2],
                        bytes_requested=t[3], wavefronts=t[4], ideal_wavefronts=t[5],
+                       tag_wavefronts=t[6], block_lines=t[7], block_sectors=t[8],
                        max_ways=max_ways, sampled_fraction=fraction)

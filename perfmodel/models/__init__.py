@@ -21,12 +21,12 @@ from ..occupancy import Occupancy, occupancy
 from ..sass import functions
 from .base import Prediction, Term
 from .issue import warp_instructions
-from .traffic import block_unique_sectors, dram_traffic, l1_traffic
+from .traffic import block_unique_sectors, dram_traffic, l1_traffic, l2_requests
 
 __all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
 
 DEFAULT_REGISTERS = 32
-IN_SM = ("smem", "fp32", "l1", "issue")  # pipes inside the SM: bound per wave of resident blocks
+IN_SM = ("fp32", "l1", "l1_tag", "issue")  # pipes inside the SM: bound per wave of resident blocks
 
 
 @functools.cache
@@ -102,18 +102,22 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     l2_read = int(per_block * launch.blocks * 32) if not math.isnan(per_block) else l1.load_sectors * 32
     l2_read = min(l2_read, l1.load_sectors * 32) + l1.uncached_load_sectors * 32
     l2_write = l1.store_sectors * 32
+    per_block_stores = block_unique_sectors(accesses, launch, store=True)
+    written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
+    # sectors the kernel writes only in part: fewer distinct 4-byte words than 8 per sector (same sampled blocks)
+    partial = block_unique_sectors(accesses, launch, store=True, granule=4) < 8 * per_block_stores
     compulsory = case.compulsory_bytes(p)
     if compulsory == (0, 0):  # no closed form: the distinct DRAM granules read, sectors written
         gran = dev.arch.dram_granule_bytes
         chunks = block_unique_sectors(accesses, launch, store=False, granule=gran)
         reads = int(chunks * launch.blocks * gran) if not math.isnan(chunks) else l2_read
-        if l1.store_bytes < l1.store_sectors * 32 and l1.store_sectors * 32 > dev.l2_bytes:
-            # sectors written only in part and evicted during the kernel reach DRAM as read-modify-
-            # write: the L2 reads each before writing it back (scattered 4-byte stores on the H200);
-            # a footprint that fits in L2 stays there, dirty, past the kernel's end
-            reads += l1.store_sectors * 32
-            notes.append("partially written sectors: read-modify-write in DRAM")
         compulsory = (reads, l1.store_sectors * 32)
+    if partial and compulsory[1] > dev.l2_bytes:
+        # sectors written only in part and evicted during the kernel reach DRAM as read-modify-write:
+        # the L2 reads each before writing it back (scattered 4-byte stores on the H200); a footprint
+        # that fits in L2 stays there, dirty, past the kernel's end
+        compulsory = (compulsory[0] + compulsory[1], compulsory[1])
+        notes.append("partially written sectors: read-modify-write in DRAM")
     dram = dram_traffic(dev, compulsory, resident, launch, case.model, p)
     notes.append(dram.note)
 
@@ -121,21 +125,39 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     clock = dev.sm_clock_hz
     flops = case.flops(p)
     dram_s = ceil.dram_time_s(dram.read_bytes, dram.write_bytes) or 1e-30
+    req = l2_requests(l1, l2_read, written, partial, sum(compulsory), dev.l2_bytes, l1.load_requests > 0)
+    if req.merged:
+        notes.append("stores of the block's warps combined per line in L1 (no global loads)")
+        l2_write = l1.store_block_sectors * 32
+    data_wf = l1.global_load_wavefronts + l1.global_store_wavefronts
+    smem_wf = l1.smem_load_wavefronts + l1.smem_store_wavefronts
+    wf_rate = ceil.smem_bytes_per_s.value / 128
     terms = [
         Term("dram", dram_s, dram.read_bytes + dram.write_bytes, (dram.read_bytes + dram.write_bytes) / dram_s,
              ceil.dram_bytes_per_s.source + (f"; reads alone {ceil.dram_read_bytes_per_s.source}"
                                                   if ceil.dram_read_bytes_per_s else "")),
         Term("l2", (l2_read + l2_write) / ceil.l2_bytes_per_s.value, l2_read + l2_write,
              ceil.l2_bytes_per_s.value, ceil.l2_bytes_per_s.source),
-        Term("smem", (l1.smem_load_wavefronts + l1.smem_store_wavefronts) * 128 / ceil.smem_bytes_per_s.value,
-             l1.smem_load_wavefronts + l1.smem_store_wavefronts, ceil.smem_bytes_per_s.value / 128,
-             "one 128-byte wavefront per SM per cycle, at the measured shared-memory bandwidth"),
-        Term("l1", (l1.load_sectors + l1.store_sectors) / (dev.sm_count * clock),
-             l1.load_sectors + l1.store_sectors, dev.sm_count * clock,
-             "L1TEX: one 32-byte sector per SM per cycle"),
+        Term("l1", (data_wf + smem_wf) / wf_rate, data_wf + smem_wf, wf_rate,
+             f"L1 data stage: {data_wf:.3g} global + {smem_wf:.3g} shared wavefronts (one per bank conflict way), "
+             f"at the measured shared-memory rate"),
+        Term("l1_tag", l1.tag_wavefronts / (dev.sm_count * clock), l1.tag_wavefronts, dev.sm_count * clock,
+             "L1 tag stage: up to 4 lines of a global request per SM per cycle"),
         Term("fp32", flops / ceil.fp32_flops_per_s.value, flops, ceil.fp32_flops_per_s.value,
              ceil.fp32_flops_per_s.source),
     ]
+    hit, fill, rmw = ceil.l2_write_requests_per_s, ceil.l2_write_fill_requests_per_s, ceil.l2_write_rmw_requests_per_s
+    if hit and fill and rmw:
+        n = req.read + req.write_hit + req.write_fill + req.write_rmw
+        t = (req.read + req.write_hit) / hit.value + req.write_fill / fill.value + req.write_rmw / rmw.value
+        if n:
+            terms.append(Term("l2_requests", t, n, n / t,
+                              f"{req.read:.3g} reads + {req.write_hit:.3g} writes at {hit.value / 1e9:.0f} G/s, "
+                              f"{req.write_fill:.3g} sector fills at {fill.value / 1e9:.0f} G/s, {req.write_rmw:.3g} "
+                              f"read-modify-writes at {rmw.value / 1e9:.0f} G/s (probe.store_lines)"))
+    if ceil.blocks_per_s:
+        r = ceil.blocks_per_s.value
+        terms.append(Term("blocks", launch.blocks / r, launch.blocks, r, f"block launch: {ceil.blocks_per_s.source}"))
     if issued:
         rate = dev.arch.warp_schedulers * dev.sm_count * clock
         terms.append(Term("issue", issued.warp_instructions / rate, issued.warp_instructions, rate,
@@ -149,7 +171,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         # temporal blocking: a calibrated rule)
         by = {t.name: t.time_s for t in terms}
         load_s = by["dram"]
-        work_s = max(by["smem"], by["l1"], by.get("issue", 0.0))
+        work_s = max(by["l1"], by["l1_tag"], by.get("issue", 0.0))
         b = occ.blocks_per_sm
         exposed = 1.0 if b <= 2 else 1 / (b - 1)
         rounds = math.ceil(waves)

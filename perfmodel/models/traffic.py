@@ -34,6 +34,13 @@ class L1Traffic:
     smem_store_wavefronts: int = 0
     smem_load_instructions: int = 0
     smem_store_instructions: int = 0
+    load_lines: int = 0  # (request, 128-byte line) pairs
+    store_lines: int = 0
+    store_block_lines: int = 0  # distinct lines of a block's warps at one store instruction
+    store_block_sectors: int = 0
+    global_load_wavefronts: int = 0  # L1 data stage (bank model)
+    global_store_wavefronts: int = 0
+    tag_wavefronts: int = 0  # L1 tag stage, global loads and stores
 
 
 def l1_traffic(accesses: list[Access], counts: list[AccessCount]) -> L1Traffic:
@@ -45,6 +52,11 @@ def l1_traffic(accesses: list[Access], counts: list[AccessCount]) -> L1Traffic:
             t[f"{k}_requests"] += c.requests
             t[f"{k}_sectors"] += c.sectors
             t[f"{k}_bytes"] += c.bytes_requested
+            t[f"{k}_lines"] += c.lines
+            t[f"global_{k}_wavefronts"] += c.wavefronts
+            t["tag_wavefronts"] += c.tag_wavefronts
+            t["store_block_lines"] += c.block_lines
+            t["store_block_sectors"] += c.block_sectors
             if not a.l1_cached and not a.store:
                 t["uncached_load_sectors"] += c.sectors
         else:
@@ -82,6 +94,8 @@ def block_unique_sectors(accesses: list[Access], launch: Launch, store: bool,
                 values[v] = np.full(n, b)
             addr = bound.addresses(values).ravel()
             addr = addr[addr >= 0]
+            if a.width > granule:  # every granule a wide element covers
+                addr = (addr[:, None] + np.arange(0, a.width, granule)).ravel()
             keys.append((hash(a.array or a.name) % 1024) * (1 << 50) + addr // granule)
         totals.append(len(np.unique(np.concatenate(keys))) if keys else 0)
     return float(np.mean(totals))
@@ -110,3 +124,28 @@ def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: 
                         f"footprint {(read + write) / 2**20:.0f} MiB > L2 {dev.l2_bytes / 2**20:.0f} MiB: "
                         f"B streamed {streams:.1f} times, once per {max(dev.sm_count, launch.grid[0])} "
                         "consecutive blocks")
+
+
+@dataclass(frozen=True)
+class L2Requests:
+    """(warp request, 128-byte line) pairs reaching L2, by how L2 serves them."""
+
+    read: float
+    write_hit: float  # writes to sectors L2 holds (or that stay L2-resident)
+    write_fill: float  # first writes to whole sectors L2 does not hold
+    write_rmw: float  # first writes to sectors written only in part: DRAM read-modify-write
+    merged: bool  # stores combined across the block's warps before L2
+
+
+def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, partial: bool,
+                footprint_bytes: float, l2_bytes: int, has_loads: bool) -> L2Requests:
+    """Reads: the L2-bound sectors in the loads' own sectors-per-line. Writes: one per (store
+    request, line) - or per distinct line of the block's warps at one store, for kernels without
+    global loads, whose warps issue their stores together and L1 combines them (H200: 8 warps'
+    4-byte stores into 8 full lines, probe.scatter_store). Past L2's capacity the first write to
+    each sector misses; a miss costs a DRAM read first when the kernel writes sectors in part."""
+    read = l2_read_bytes / SECTOR * (l1.load_lines / l1.load_sectors) if l1.load_sectors else 0.0
+    merged = not has_loads and l1.store_block_lines < l1.store_lines
+    writes = float(l1.store_block_lines if merged else l1.store_lines)
+    misses = min(writes, written_sectors) if footprint_bytes > l2_bytes else 0.0
+    return L2Requests(read, writes - misses, 0.0 if partial else misses, misses if partial else 0.0, merged)

@@ -15,7 +15,7 @@ import numpy as np
 from ..devices import DeviceSpec
 from ..measurements import Provenance, Recorder, git_commit, utc_now
 from . import gpu, profile, special
-from .plan import load_plan
+from .plan import load_plan, plan_detail
 from .runner import measure, progress
 
 
@@ -79,8 +79,9 @@ def run(plan: str, out: Path, *, ncu: bool = True, extras: bool = True, check_on
 
 def profile_all(plan: str, out: Path, prov: Provenance, budget_s: float) -> None:
     t0 = time.time()
-    metrics = profile.available_metrics(profile.METRICS)
-    print(f"ncu: {len(metrics)} of {len(profile.METRICS)} metrics known", flush=True)
+    wanted = profile.METRICS + (profile.DETAIL_METRICS if plan_detail(plan) else [])
+    metrics = profile.available_metrics(wanted)
+    print(f"ncu: {len(metrics)} of {len(wanted)} metrics known", flush=True)
     rec = Recorder(out / "ncu.csv", prov)
     work = out / "ncu_raw"
     for study in profile.planned_studies(plan):

@@ -43,11 +43,20 @@ def params_json(params: dict[str, int]) -> str:
     return json.dumps(dict(sorted(params.items())), separators=(",", ":"))
 
 
-def load_plan(path: str | Path) -> list[PlannedCase]:
+def _read(path: str | Path) -> dict:
     try:
-        doc = tomllib.loads(Path(path).read_text())
+        return tomllib.loads(Path(path).read_text())
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise PerfModelError(f"cannot read plan {path}: {exc}") from exc
+
+
+def plan_detail(path: str | Path) -> bool:
+    """A plan's top-level `ncu_detail = true` asks for the detail counters too."""
+    return bool(_read(path).get("ncu_detail", False))
+
+
+def load_plan(path: str | Path) -> list[PlannedCase]:
+    doc = _read(path)
     out: list[PlannedCase] = []
     for i, entry in enumerate(doc.get("case", [])):
         if "name" not in entry:

@@ -38,12 +38,14 @@ METRICS = [
     "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
     "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
     "smsp__inst_executed.sum", "sm__cycles_active.avg",
-    # detail for the L1/L2 store and load paths (kept where this ncu knows them)
     "lts__t_requests_srcunit_tex_op_read.sum", "lts__t_requests_srcunit_tex_op_write.sum",
     "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_st.sum",
-    "l1tex__data_pipe_lsu_wavefronts.sum", "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_write.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_gds_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum", "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_write.sum",
+]
+# more of the L1/L2 store and load paths, for plans that set `ncu_detail = true` (kept where this ncu knows them)
+DETAIL_METRICS = [
+    "l1tex__data_pipe_lsu_wavefronts.sum", "l1tex__data_bank_conflicts_pipe_lsu_mem_gds_op_ld.sum",
     "l1tex__t_set_accesses_pipe_lsu_mem_global_op_ld.sum", "l1tex__t_set_conflicts_pipe_lsu_mem_global_op_ld.sum",
     "sm__ctas_launched.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
@@ -133,7 +135,7 @@ def parse(raw: Path, manifest: Path) -> list[Measurement]:
             print(f"ncu parse: launch order mismatch ({name} vs {info['kernel']}); stopping", file=sys.stderr)
             break
         for metric in df.columns:
-            if metric not in METRICS:
+            if metric not in METRICS and metric not in DETAIL_METRICS:
                 continue
             value = pd.to_numeric(str(rec[metric]).replace(",", ""), errors="coerce")
             if pd.isna(value):
