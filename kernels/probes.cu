@@ -165,3 +165,26 @@ extern "C" __global__ void load_lines(const float* __restrict__ in, float* __res
 extern "C" __global__ void blocks_only(float* __restrict__ out) {
     if (threadIdx.x == 0) out[blockIdx.x] = (float)(blockIdx.x & 0xffff);
 }
+
+// Loaded latency: thread 0 of block 0 times `steps` dependent ld.global.cg loads through next[]
+// (as chase_cg) while the other blocks stream `passes` times over in[0..n) with one scalar load
+// per thread per step, as probe.read does; their sums go to out[] (kept live).
+extern "C" __global__ void chase_loaded(const unsigned* __restrict__ next, int steps, unsigned long long* cycles,
+                                        unsigned* sink, const float* __restrict__ in, size_t n, int passes,
+                                        float* __restrict__ out) {
+    if (blockIdx.x == 0) {
+        if (threadIdx.x != 0) return;
+        unsigned j = 0;
+        long long t0 = clock64();
+        for (int s = 0; s < steps; ++s)
+            asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(j) : "l"(next + j) : "memory");
+        cycles[0] = (unsigned long long)(clock64() - t0);
+        sink[0] = j;
+        return;
+    }
+    float acc = 0.f;
+    size_t stride = (size_t)(gridDim.x - 1) * blockDim.x;
+    for (int p = 0; p < passes; ++p)
+        for (size_t i = (blockIdx.x - 1) * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) acc += in[i];
+    out[(blockIdx.x - 1) * blockDim.x + threadIdx.x] = acc;
+}

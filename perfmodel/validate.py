@@ -29,7 +29,12 @@ COUNTERS = {
     "dram_read_bytes": ("dram__bytes_read.sum", "B", 1),
     "dram_write_bytes": ("dram__bytes_write.sum", "B", 1),
     "warp_instructions": ("smsp__inst_executed.sum", "instruction", 1),
+    "global_load_wavefronts": ("l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum", "wavefront", 1),
+    "global_store_wavefronts": ("l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_write.sum", "wavefront", 1),
+    "l2_read_requests": ("lts__t_requests_srcunit_tex_op_read.sum", "request", 1),
+    "l2_write_requests": ("lts__t_requests_srcunit_tex_op_write.sum", "request", 1),
 }
+STAGES = {"global_load_wavefronts", "global_store_wavefronts", "l2_read_requests", "l2_write_requests"}
 EXACT = {"global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors",
          "smem_load_wavefronts", "smem_store_wavefronts"}
 SMALL_DRAM_BYTES = 1 << 20
@@ -83,6 +88,8 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
                     kind = "counter-l1" if field in EXACT else "counter"
                     if field.startswith("dram") and max(p, m[metric]) < SMALL_DRAM_BYTES:
                         kind = "counter-noise"  # code and constant fetches of a tiny kernel
+                    elif field in STAGES:
+                        kind = "counter-stage"  # L1 data-stage wavefronts and L2 requests: the time model's work
                     elif field == "warp_instructions":
                         kind = "counter-issue"  # estimated from the SASS around the exact memory counts
                     elif field == "dram_write_bytes":

@@ -12,7 +12,7 @@ from ..occupancy import Occupancy
 class Term:
     """One line of a time breakdown: what limits, how long it alone would take, and why."""
 
-    name: str  # dram | l2 | smem | l1 | fp32 | issue | latency | barrier | launch
+    name: str  # dram | l2 | l2_requests | l1 | l1_tag | fp32 | issue | latency | barrier | blocks | launch
     time_s: float
     work: float
     rate_per_s: float
@@ -46,6 +46,11 @@ class Prediction:
     bound: str
     time_s: float
     warp_instructions: float = 0.0  # issued, estimated from the SASS (0: no SASS recorded)
+    global_load_wavefronts: int = 0  # L1 data stage (same bank rule as shared memory)
+    global_store_wavefronts: int = 0
+    global_tag_wavefronts: int = 0  # L1 tag stage, loads and stores (up to 4 lines per pass)
+    l2_read_requests: float = 0.0  # (request, line) pairs reaching L2
+    l2_write_requests: float = 0.0
     breakdown: tuple[Term, ...] = ()
     notes: tuple[str, ...] = ()
     extra: dict[str, float] = field(default_factory=dict)

@@ -30,8 +30,10 @@ def provenance(run_id: str) -> Provenance:
                       pycuda=soft["pycuda"], sm_clock_mhz=clock, commit=git_commit(), utc=utc_now())
 
 
-def run(plan: str, out: Path, *, ncu: bool = True, extras: bool = True, check_only: bool = False,
-        budget_s: float = 540.0) -> None:
+def run(plan: str, out: Path, *, ncu: bool = True, extras: bool | tuple[str, ...] = True,
+        check_only: bool = False, budget_s: float = 540.0) -> None:
+    """Check, time and profile the plan's cases, then the measurements that are not one launch
+    (`extras`: all of them, none, or those named)."""
     t0 = time.time()
     out.mkdir(parents=True, exist_ok=True)
     gpu.context()
@@ -64,8 +66,11 @@ def run(plan: str, out: Path, *, ncu: bool = True, extras: bool = True, check_on
         rec.close()
         sys.exit(1 if failures else 0)
     if extras:
-        for name, fn in (("chase", special.chase), ("chase_shared", special.chase_shared),
+        for name, fn in (("chase", special.chase), ("chase_loaded", special.chase_loaded),
+                         ("chase_shared", special.chase_shared),
                          ("memcpy", special.memcpy_dtod), ("streams", special.streams)):
+            if extras is not True and name not in extras:
+                continue
             try:
                 print(f"{name} ...", flush=True)
                 rec.write(fn())

@@ -141,3 +141,53 @@ def streams(n: int = 1 << 26, counts=(1, 2, 4, 8), reps: int = 3) -> list[Measur
     for buf in (da, db, dc):
         buf.free()
     return rows
+
+
+LOADED_BLOCKS = (0, 132, 264, 396, 528, 660, 792, 924, 1056)
+
+
+def chase_loaded(stream_blocks=LOADED_BLOCKS, steps: int = 2048, n: int = 1 << 27, seed: int = 2,
+                 chain_bytes: int = 1 << 30) -> list[Measurement]:
+    """DRAM latency under load: one thread chases a cold 1 GiB chain while `blocks` blocks of 256
+    threads stream scalar loads over 512 MiB (probe.read's pattern); the stream's rate is timed
+    with events around the launch, the chase's cycles per load with clock64."""
+    import pycuda.driver as drv
+
+    rng = np.random.default_rng(seed)
+    slots = chain_bytes // LINE
+    order = rng.permutation(slots)
+    nxt = np.empty(slots, dtype=np.int64)
+    nxt[order] = np.roll(order, -1)
+    host = np.zeros(chain_bytes // 4, dtype=np.uint32)
+    host[np.arange(slots) * (LINE // 4)] = (nxt * (LINE // 4)).astype(np.uint32)
+    buf = gpu.Buffers()
+    dev_next = buf.upload("next", host)
+    del host
+    cycles = buf.empty("cycles", (1,), np.uint64)
+    sink = buf.empty("sink", (1,), np.uint32)
+    data = buf.upload("in", rng.uniform(-1, 1, n).astype(np.float32))
+    out = buf.empty("out", (max(stream_blocks) * 256 + 256,), np.float32)
+    flush = gpu.L2Flusher(128 << 20)
+    k = gpu.kernel("probes.cu", "chase_loaded")
+    rows = []
+    for blocks in stream_blocks:
+        # the stream must outlast the chase (~steps x 700 ns): passes scale with the grid
+        passes = max(1, round(blocks / 1056 * 12)) if blocks else 0
+        start, end = drv.Event(), drv.Event()
+        flush()
+        start.record()
+        gpu.launch(k, (blocks + 1, 1, 1), (256, 1, 1),
+                   [dev_next, np.int32(steps), cycles, sink, data, np.uint64(n), np.int32(passes), out])
+        end.record()
+        end.synchronize()
+        t = end.time_since(start) * 1e-3
+        c = float(buf.download("cycles")[0]) / steps
+        params = {"blocks": blocks, "n": n, "passes": passes}
+        rows.append(_row("latency", "probe.chase_loaded", params, "cycles_per_load", "cycle", c, "clock64"))
+        if blocks:
+            rows.append(_row("latency", "probe.chase_loaded", params, "stream_bytes_per_s", "B/s",
+                             4 * n * passes / t, "events"))
+        print(f"  loaded chase, {blocks:>4} streaming blocks: {c:7.1f} cycles/load, "
+              f"{4 * n * passes / t / 1e12 if blocks else 0:.2f} TB/s streamed", flush=True)
+    buf.free()
+    return rows
