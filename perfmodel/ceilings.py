@@ -7,6 +7,8 @@ import functools
 import json
 from dataclasses import dataclass
 
+import numpy as np
+
 from .devices import DeviceSpec
 from .devices import device as lookup
 from .measurements import load, median_times
@@ -38,6 +40,9 @@ class Ceilings:
     l2_write_fill_requests_per_s: Ceiling | None = None  # ... that allocate whole sectors missing in L2
     l2_write_rmw_requests_per_s: Ceiling | None = None  # ... that miss with sectors written in part
     blocks_per_s: Ceiling | None = None  # thread blocks launched and retired
+    # DRAM latency while other blocks stream reads: ((stream bytes/s, latency s), ...) rising
+    loaded_latency: tuple[tuple[float, float], ...] = ()
+    loaded_latency_source: str = ""
 
     def dram_time_s(self, read_bytes: float, write_bytes: float) -> float:
         """DRAM time of a read/write mix: reads at the read-only rate, and writes at what makes
@@ -48,8 +53,16 @@ class Ceilings:
         read = self.dram_read_bytes_per_s.value
         return read_bytes / read + write_bytes * (2 / copy - 1 / read)
 
+    def dram_latency_s(self, dram_bytes_per_s: float) -> float:
+        """DRAM latency at a given DRAM throughput: the loaded chase, interpolated (held past its
+        ends); the idle chase where no loaded chase is recorded."""
+        if not self.loaded_latency:
+            return self.latency_dram_s.value if self.latency_dram_s else float("nan")
+        x, y = zip(*self.loaded_latency, strict=True)
+        return float(np.interp(dram_bytes_per_s, x, y))
+
     def all(self) -> list[Ceiling]:
-        return [c for c in self.__dict__.values() if c is not None]
+        return [c for c in self.__dict__.values() if isinstance(c, Ceiling)]
 
 
 def _case_ids(df, case: str) -> list[str]:
@@ -68,7 +81,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
                    "datasheet (banks x 4 B x clock x SMs)")
     fp32 = Ceiling("FP32", dev.fp32_flops_per_s, "FLOP/s", sheet)
     fp64 = Ceiling("FP64", dev.fp64_flops_per_s, "FLOP/s", sheet)
-    extra: dict[str, Ceiling] = {}
+    extra: dict[str, object] = {}
     if len(data):
         from .suite.registry import REGISTRY, _load
 
@@ -136,6 +149,14 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
                 extra[key] = Ceiling(what, m[0], "1/s", f"measured: {m[1]}")
         if (m := measured("probe.blocks", lambda c, p, t: p["blocks"] / t if p["blocks"] >= 1 << 18 else None)):
             extra["blocks_per_s"] = Ceiling("thread blocks launched and retired", m[0], "1/s", f"measured: {m[1]}")
+        loaded = data[data.case == "probe.chase_loaded"].pivot_table(index="params", columns="metric", values="value",
+                                                                     aggfunc="median")
+        if "cycles_per_load" in loaded:
+            rate = loaded.get("stream_bytes_per_s", loaded.cycles_per_load * 0).fillna(0.0)
+            pts = sorted(zip(rate, loaded.cycles_per_load / dev.sm_clock_hz, strict=True))
+            extra["loaded_latency"] = tuple((float(a), float(b)) for a, b in pts)
+            extra["loaded_latency_source"] = (f"measured: probe.chase_loaded, {len(pts)} stream rates "
+                                              f"0..{pts[-1][0] / 1e12:.2f} TB/s")
         lat = data[(data.metric == "cycles_per_load")]
         clock = dev.sm_clock_hz
         for key, case, lo, hi in (("latency_l1_s", "probe.chase_ca", 0, 64 << 10),

@@ -30,7 +30,8 @@ def test_microbenchmark_counters_are_exact(comparison):
 
 
 def test_real_kernels_global_requests_and_sectors(comparison):
-    t = comparison[~comparison.case.str.startswith("mem.") & comparison.metric.str.startswith("global_")]
+    t = comparison[~comparison.case.str.startswith("mem.") & comparison.metric.isin(
+        ["global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors"])]
     assert len(t) >= 200
     bad = t[t.rel_error.abs() > 0.05]  # exact where enumerated, sampled estimates within 5 %
     assert bad.empty, describe(bad)
@@ -95,7 +96,9 @@ def test_dram_writes_are_bounded_by_the_l2_residue(comparison):
 
 def test_l2_reads(comparison):
     t = comparison[comparison.metric == "l2_read_sectors"]
-    streaming = t[t.study.isin(["transpose", "ceilings", "coalescing"])]
+    # probe.load_lines is L1-resident by design: every block reads the same words, and the model's
+    # "no L1 reuse across blocks" is an upper bound there (see test_l2_read_requests_are_an_upper_bound)
+    streaming = t[t.study.isin(["transpose", "ceilings", "coalescing"]) & ~t.case.eq("probe.load_lines")]
     bad = streaming[streaming.rel_error.abs() > 0.05]
     assert bad.empty, describe(bad)
     # with reuse, the model counts L1 reuse inside a block only: an upper bound, except temporal
@@ -105,6 +108,47 @@ def test_l2_reads(comparison):
     under = reuse[(reuse.rel_error < -0.05) & ~temporal]
     assert under.empty, describe(under)
     assert reuse[temporal].rel_error.abs().max() < 0.15, describe(reuse[temporal])
+
+
+def test_l1_data_stage_wavefronts_follow_the_bank_rule(comparison):
+    """Global loads go through L1's 32 data banks like shared memory: wavefronts = the most distinct
+    words one bank must deliver. Exact where loads hit L1 (probe.load_lines: 10 patterns, 1 to 32
+    ways; matmul at k a multiple of 32); misses add wavefronts, so elsewhere it is a lower bound."""
+    t = comparison[comparison.metric == "global_load_wavefronts"]
+    hits = t[t.case.eq("probe.load_lines")]
+    assert len(hits) >= 9 and hits.rel_error.abs().max() < 0.005, describe(hits)  # + the cold first touches
+    aligned = t[t.study.eq("matmul") & ~t.params.map(lambda s: any(json.loads(s).get(k, 0) % 32 for k in "mnk"))]
+    off = aligned[aligned.rel_error.abs() >= 0.01]
+    assert len(aligned) >= 20 and off.empty, describe(off)
+    over = t[t.rel_error > 0.01]
+    assert over.empty, describe(over)
+
+
+def test_l2_write_requests(comparison):
+    """One L2 write request per (store instruction, line); load-free kernels' blocks combine their
+    warps' stores per line first (probe.scatter_store: 8 warps -> 1 request per line)."""
+    t = comparison[comparison.metric == "l2_write_requests"]
+    assert len(t) >= 300
+    big = t[t.measured >= 10_000]
+    assert big.rel_error.abs().max() < 0.05, describe(big[big.rel_error.abs() >= 0.05])
+    small = t[t.measured < 10_000]  # 32 Ki-element microbenchmarks: a few lines combine at the edges
+    assert small.rel_error.abs().max() < 0.2, describe(small[small.rel_error.abs() >= 0.2])
+    merged = t[t.case.eq("probe.scatter_store")]
+    assert len(merged) >= 1 and merged.rel_error.abs().max() < 0.05, describe(merged)
+
+
+def test_l2_read_requests_are_an_upper_bound(comparison):
+    t = comparison[comparison.metric == "l2_read_requests"]
+    streaming = t[t.study.isin(["transpose", "coalescing"]) | t.case.isin(["probe.copy", "probe.read"])]
+    big = streaming[streaming.measured >= 100_000]  # 32 Ki-element microbenchmarks: edge lines combine
+    assert big.rel_error.abs().max() < 0.05, describe(big[big.rel_error.abs() >= 0.05])
+    assert streaming.rel_error.abs().max() < 0.2, describe(streaming[streaming.rel_error.abs() >= 0.2])
+    # L1 reuse across the blocks of an SM is not modelled: never under, except where warps of a block
+    # miss the same line before its fill returns and each sends its own request (stencil halos)
+    stencil = t.study.eq("stencil")
+    under = t[(t.rel_error < -0.10) & ~stencil]
+    assert under.empty, describe(under)
+    assert t[stencil].rel_error.between(-0.20, 0.05).all(), describe(t[stencil])
 
 
 def test_flops_executed(comparison):
@@ -120,14 +164,16 @@ def test_time_model_beats_the_naive_roofline(comparison):
     t = comparison[comparison.kind == "time"]
     model = t.rel_error.abs().mean()
     baseline = ((t.baseline - t.measured) / t.measured).abs().mean()
-    assert model < baseline / 3, f"model MAPE {model:.3f} vs naive roofline {baseline:.3f}"
-    assert model <= 0.13
+    assert model < baseline / 5, f"model MAPE {model:.3f} vs naive roofline {baseline:.3f}"
+    assert model <= 0.10, f"time MAPE {model:.3f} > 10 % (the models issue's target)"
 
 
-def test_time_accuracy_reached_so_far(comparison):
-    """The models issue asks MAPE <= 10 % everywhere; these are the levels reached (see the reports)."""
+def test_time_accuracy(comparison):
+    """MAPE <= 10 % over the suite (the models issue); per study and per case the levels reached.
+    One case is worse than 25 %: column-major naive matmul at k = 1000 (L1 tag-stage set conflicts:
+    ncu counts 7.6 tag passes per iteration where 4 lines per pass gives 5; not modelled)."""
     t = comparison[comparison.kind == "time"]
-    reached = {"ceilings": 0.20, "matmul": 0.12, "stencil": 0.08, "transpose": 0.22}
+    reached = {"ceilings": 0.10, "coalescing": 0.15, "matmul": 0.07, "stencil": 0.08, "transpose": 0.09}
     for study, bound in reached.items():
         s = t[t.study == study]
         mape = s.rel_error.abs().mean()
@@ -135,10 +181,14 @@ def test_time_accuracy_reached_so_far(comparison):
             s.sort_values("rel_error", key=np.abs, ascending=False))
     tiled = t[t.case.isin(["matmul.tiled", "matmul.coarsened"]) & ~t.case_id.str.contains("coarse=8")]
     assert tiled.rel_error.abs().max() <= 0.10, describe(tiled[tiled.rel_error.abs() > 0.10])
-    within = (t.rel_error.abs() <= 0.25).mean()
-    assert within >= 0.85, f"only {within:.0%} of timed cases within 25 %"
+    within = (t.rel_error.abs() <= 0.10).mean()
+    assert within >= 0.70, f"only {within:.0%} of timed cases within 10 %"
+    worse = t[t.rel_error.abs() > 0.25]
+    assert set(worse.case_id) <= {"matmul.naive_colmajor_b[k=1000,m=1000,n=1000]"}, describe(worse)
     temporal = t[t.case == "stencil.temporal"]
     assert temporal.rel_error.abs().max() <= 0.15, describe(temporal)
+    scattered = t[t.case.isin(["transpose.naive", "mem.global_store", "probe.scatter_store"])]
+    assert scattered.rel_error.abs().max() <= 0.25, describe(scattered)
 
 
 def test_ceiling_probes_are_consistent_but_not_counted(comparison):

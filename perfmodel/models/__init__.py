@@ -190,9 +190,15 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     elif occ and lat and l1.load_requests:
         bytes_per_request = l1.load_bytes / l1.load_requests
         in_flight = occ.warps_per_sm * dev.sm_count * case.loads_in_flight(p) * bytes_per_request
-        rate = in_flight / lat.value
+        latency_s = lat.value
+        for _ in range(4):  # the latency at the DRAM throughput it allows (measured under load)
+            rate = in_flight / latency_s
+            moved_per_s = rate * (dram.read_bytes + dram.write_bytes) / max(dram.read_bytes, 1)
+            latency_s = ceil.dram_latency_s(min(moved_per_s, ceil.dram_bytes_per_s.value))
+        rate = in_flight / latency_s
         terms.append(Term("latency", dram.read_bytes / rate, dram.read_bytes, rate,
-                          f"Little's law: {in_flight / 2**20:.2f} MiB in flight / {lat.value * 1e9:.0f} ns"))
+                          f"Little's law: {in_flight / 2**20:.2f} MiB in flight / {latency_s * 1e9:.0f} ns "
+                          f"(DRAM latency under this load: {ceil.loaded_latency_source or 'idle chase'})"))
     slowest = max(terms, key=lambda t: t.time_s)
     time_s = slowest.time_s
     if slowest.name in IN_SM and waves > 1:
