@@ -231,12 +231,15 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
                       "16). Up to 2048 the whole problem sits in L2 and DRAM reads are compulsory; at 4096 B is "
                       "streamed again for every group of max(SMs, blocks per row) consecutive blocks (blocks "
                       "launched together share it in L2; later residency slots run staggered). Time is the "
-                      "shared-memory pipe for tiled kernels plus one L2 latency per load-barrier round and wave "
-                      "(the resident blocks of an SM run in step, so none hides another's wait), and L1 sector "
-                      "throughput for the naive kernels; "
-                      "a power-of-two stride (k = 1024) thrashes L1 sets, so the column-major naive kernel "
-                      "runs 2.3x slower at k = 1024 than at k = 1000, which the model (no set associativity) "
-                      "does not see.")
+                      "L1 data stage for every kernel here: global loads go through the same 32 banks as "
+                      "shared memory (wavefronts = the most distinct words one bank delivers; exact against "
+                      "ncu's data-stage counter where loads hit), shared and global wavefronts share the pipe, "
+                      "plus, for the tiled kernels, one L2 latency per load-barrier round that hides behind the "
+                      "other B - 1 resident blocks (not at B <= 2). The naive kernels' 16x16 blocks put two rows "
+                      "in a warp: at k = 1024 their A loads conflict 2-way and the column-major B loads 16-way "
+                      "(18 wavefronts per step, measured 18). Gap: column-major at k = 1000 runs 37 % slower "
+                      "than predicted; ncu counts 7.6 tag-stage passes per step where 4 lines per pass gives 5 "
+                      "(set conflicts of non-power-of-two line strides, not modelled).")
     d = table[(table.metric == "dram_read_bytes") & (table.case.isin(["matmul.tiled", "matmul.coarsened"]))].copy()
     d["m"] = _p(d, "m")
     d["variant"] = d.case_id.str.replace(r"k=\d+,m=\d+,n=\d+,?", "", regex=True)
@@ -257,8 +260,10 @@ def transpose_study(dev, data, table, ceil, folder: Path) -> Page:
                       "shared memory: one DRAM latency per wave is exposed, and a block's shorter phase hides "
                       "only behind the other B - 1 resident blocks (max(load, work) + the shorter / (B - 1); "
                       "with B = 2 the blocks run in step and nothing hides; a form chosen among three on these "
-                      "cases). Shared-memory transposes land within -17..+11 %. Gap: the naive kernel's "
-                      "scattered 4-byte stores run ~3x slower than any modelled pipe.")
+                      "cases). The naive kernel is bound by L2 write requests: one per (store, line), 32 per "
+                      "warp store, at the rate probe.store_lines measures (~70 G/s when L2 holds the line, 42 G/s "
+                      "for the first write of a whole sector, 22 G/s for a sector written in part that must be "
+                      "read from DRAM first).")
     t = table[(table.study == "transpose") & (table.kind == "time")]
     page.figures.append(("transpose bars", figures.bars(
         [c.replace("transpose.", "") for c in t.case_id], {"predicted": list(t.predicted * 1e6),
@@ -343,14 +348,22 @@ def latency_hiding_study(dev, data, table, ceil, folder: Path) -> Page:
                       folder / "latency_hiding.png", "Read bandwidth vs resident warps per SM", "warps per SM",
                       "bytes/s", group="vec")
     page.figures = [("bandwidth vs occupancy", f)]
+    if ceil.loaded_latency:
+        ll = pd.DataFrame(ceil.loaded_latency, columns=["stream_bytes_per_s", "latency_s"])
+        ll["latency_ns"] = ll.latency_s * 1e9
+        page.figures.append(("loaded latency", figures.lines(
+            ll, "stream_bytes_per_s", [("latency_ns", "o-", "pointer chase")], folder / "loaded_latency.png",
+            "DRAM latency while other blocks stream reads", "streamed bytes/s", "ns per dependent load")))
     err = t.rel_error.abs()
     page.headline = (f"time MAPE {100 * err.mean():.1f} % over {len(t)} occupancy levels; "
                      f"peak {t.measured_bw.max() / 1e12:.2f} TB/s")
     lat = ceil.latency_dram_s
     page.text = ("The model caps bandwidth with Little's law: resident warps x loads in flight x bytes per "
                  f"load / DRAM latency ({lat.value * 1e9:.0f} ns, unloaded, from the pointer chase)" if lat else "")
-    page.text += (". Under load the latency grows (queueing), so the measured knee sits at more warps "
-                  "than the unloaded latency predicts.")
+    page.text += (". The latency is the one measured under load (probe.chase_loaded: a pointer chase while "
+                  "other blocks stream reads), at the throughput the kernel reaches: it grows by ~9 % up to "
+                  "2.3 TB/s. Loop overhead between a load's return and the next issue is not counted, so the "
+                  "model stays a little optimistic at full occupancy.")
     page.tables = [("Sweep", t[["case_id", "warps", "measured", "predicted", "measured_bw", "predicted_bw"]])]
     return page
 
