@@ -30,11 +30,14 @@ COUNTERS = {
     "dram_write_bytes": ("dram__bytes_write.sum", "B", 1),
     "warp_instructions": ("smsp__inst_executed.sum", "instruction", 1),
     "global_load_wavefronts": ("l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum", "wavefront", 1),
+    "global_load_tag_wavefronts": ("l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld.sum", "wavefront", 1),
+    "global_store_tag_wavefronts": ("l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_st.sum", "wavefront", 1),
     "l2_read_requests": ("lts__t_requests_srcunit_tex_op_read.sum", "request", 1),
     "l2_write_requests": ("lts__t_requests_srcunit_tex_op_write.sum", "request", 1),
 }
 # (the data stage's write wavefronts, ..._cmd_write, also count L1 fills: no store-only counter to compare)
-STAGES = {"global_load_wavefronts", "l2_read_requests", "l2_write_requests"}
+STAGES = {"global_load_wavefronts", "global_load_tag_wavefronts", "global_store_tag_wavefronts",
+          "l2_read_requests", "l2_write_requests"}
 EXACT = {"global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors",
          "smem_load_wavefronts", "smem_store_wavefronts"}
 SMALL_DRAM_BYTES = 1 << 20

@@ -138,6 +138,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         notes.append("stores of the block's warps combined per line in L1 (no global loads)")
         l2_write = l1.store_block_sectors * 32
     data_wf = l1.global_load_wavefronts + l1.global_store_wavefronts
+    tags = l1.load_tag_wavefronts + l1.store_tag_wavefronts
     smem_wf = l1.smem_load_wavefronts + l1.smem_store_wavefronts
     wf_rate = ceil.smem_bytes_per_s.value / 128
     terms = [
@@ -149,7 +150,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         Term("l1", (data_wf + smem_wf) / wf_rate, data_wf + smem_wf, wf_rate,
              f"L1 data stage: {data_wf:.3g} global + {smem_wf:.3g} shared wavefronts (one per bank conflict way), "
              f"at the measured shared-memory rate"),
-        Term("l1_tag", l1.tag_wavefronts / (dev.sm_count * clock), l1.tag_wavefronts, dev.sm_count * clock,
+        Term("l1_tag", tags / (dev.sm_count * clock), tags, dev.sm_count * clock,
              "L1 tag stage: up to 4 lines of a global request per SM per cycle"),
         Term("fp32", flops / ceil.fp32_flops_per_s.value, flops, ceil.fp32_flops_per_s.value,
              ceil.fp32_flops_per_s.source),
@@ -228,6 +229,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         blocks=launch.blocks, waves=waves, bound=slowest.name, time_s=time_s,
         warp_instructions=issued.warp_instructions if issued else 0.0,
         global_load_wavefronts=l1.global_load_wavefronts, global_store_wavefronts=l1.global_store_wavefronts,
-        global_tag_wavefronts=l1.tag_wavefronts, l2_read_requests=req.read,
+        global_load_tag_wavefronts=l1.load_tag_wavefronts, global_store_tag_wavefronts=l1.store_tag_wavefronts,
+        l2_read_requests=req.read,
         l2_write_requests=req.write_hit + req.write_fill + req.write_rmw, breakdown=tuple(terms),
         notes=tuple(notes))

@@ -40,7 +40,8 @@ class L1Traffic:
     store_block_sectors: int = 0
     global_load_wavefronts: int = 0  # L1 data stage (bank model)
     global_store_wavefronts: int = 0
-    tag_wavefronts: int = 0  # L1 tag stage, global loads and stores
+    load_tag_wavefronts: int = 0  # L1 tag stage
+    store_tag_wavefronts: int = 0
 
 
 def l1_traffic(accesses: list[Access], counts: list[AccessCount]) -> L1Traffic:
@@ -54,7 +55,7 @@ def l1_traffic(accesses: list[Access], counts: list[AccessCount]) -> L1Traffic:
             t[f"{k}_bytes"] += c.bytes_requested
             t[f"{k}_lines"] += c.lines
             t[f"global_{k}_wavefronts"] += c.wavefronts
-            t["tag_wavefronts"] += c.tag_wavefronts
+            t[f"{k}_tag_wavefronts"] += c.tag_wavefronts
             t["store_block_lines"] += c.block_lines
             t["store_block_sectors"] += c.block_sectors
             if not a.l1_cached and not a.store:
