@@ -188,3 +188,15 @@ extern "C" __global__ void chase_loaded(const unsigned* __restrict__ next, int s
         for (size_t i = (blockIdx.x - 1) * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) acc += in[i];
     out[(blockIdx.x - 1) * blockDim.x + threadIdx.x] = acc;
 }
+
+// Tag-stage conflicts between two lines: lanes 0..15 read words 0..15 of line b, lanes 16..31
+// words 16..31 at `dist` words further (line b + dist/32 when dist is a multiple of 32), b moving
+// over 8 consecutive lines with `it`; every load hits L1 after the first touch.
+extern "C" __global__ void pair_lines(const float* __restrict__ in, float* __restrict__ out, int dist, int iters,
+                                      int zero) {
+    int lane = threadIdx.x & 31;
+    int off = lane < 16 ? lane : dist + lane;
+    float s = 0.f;
+    for (int it = 0; it < iters; ++it) s += in[off + 32 * (it & 7) + (it >> 3) * zero];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}

@@ -223,6 +223,31 @@ register(KernelCase(
     description="loads that hit L1, lanes `stride` words apart: the L1 data stage's rate per access pattern"))
 
 
+def _pair_lines_setup(p, rng) -> Setup:
+    dist, iters = p["dist"], p["iters"]
+    a = f32(rng, dist + 32 + 256)
+    lane = np.arange(32)
+    off = np.where(lane < 16, lane, dist + lane)
+    per_lane = a[off[:, None] + 32 * (np.arange(iters)[None, :] % 8)].astype(np.float64).sum(axis=1)
+    expected = np.tile(per_lane, _grid(p) * BLOCK // 32).astype(np.float32)
+    return Setup({"in": a}, {"out": expected}, ["in", "out", np.int32(dist), np.int32(iters), np.int32(0)],
+                 rtol=1e-3)
+
+
+register(KernelCase(
+    name="probe.pair_lines", study="ceilings", source="probes.cu", defaults={"dist": 32, "iters": 1024},
+    entry=lambda p: "pair_lines",
+    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(_grid(p), 1, 1), loops={"it": p["iters"]},
+                            params=dict(p)),
+    accesses=lambda p: [Access("two-line load", "global",
+                               f"(tx%32 < 16) * (tx%32) + (tx%32 >= 16) * ({p['dist']} + tx%32) + 32*(it%8)",
+                               loops=("it",), array="in"),
+                        Access("sum store", "global", "bx*bdx + tx", store=True, array="out")],
+    setup=_pair_lines_setup, compulsory_bytes=lambda p: (4 * (p["dist"] + 288), 4 * _grid(p) * BLOCK),
+    model="stream", description="two lines per warp load, `dist` words apart (L1 hits): when the tag stage "
+                                "needs two passes"))
+
+
 def _blocks_setup(p, rng) -> Setup:
     b = np.arange(p["blocks"])
     return Setup({}, {"out": (b & 0xFFFF).astype(np.float32)}, ["out"], rtol=0)
