@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from perfmodel.devices import device
 from tests.conftest import describe
@@ -96,9 +97,9 @@ def test_dram_writes_are_bounded_by_the_l2_residue(comparison):
 
 def test_l2_reads(comparison):
     t = comparison[comparison.metric == "l2_read_sectors"]
-    # probe.load_lines is L1-resident by design: every block reads the same words, and the model's
+    # probe.load_lines and pair_lines are L1-resident by design: every block reads the same words, and the model's
     # "no L1 reuse across blocks" is an upper bound there (see test_l2_read_requests_are_an_upper_bound)
-    streaming = t[t.study.isin(["transpose", "ceilings", "coalescing"]) & ~t.case.eq("probe.load_lines")]
+    streaming = t[t.study.isin(["transpose", "ceilings", "coalescing"]) & ~t.case.isin(L1_RESIDENT)]
     bad = streaming[streaming.rel_error.abs() > 0.05]
     assert bad.empty, describe(bad)
     # with reuse, the model counts L1 reuse inside a block only: an upper bound, except temporal
@@ -108,6 +109,9 @@ def test_l2_reads(comparison):
     under = reuse[(reuse.rel_error < -0.05) & ~temporal]
     assert under.empty, describe(under)
     assert reuse[temporal].rel_error.abs().max() < 0.15, describe(reuse[temporal])
+
+
+L1_RESIDENT = ["probe.load_lines", "probe.pair_lines"]
 
 
 def test_l1_data_stage_wavefronts_follow_the_bank_rule(comparison):
@@ -124,14 +128,24 @@ def test_l1_data_stage_wavefronts_follow_the_bank_rule(comparison):
     assert over.empty, describe(over)
 
 
-def test_l1_tag_stage_four_lines_per_pass_is_a_lower_bound(comparison):
-    """NVIDIA's "4 sets x 4 sectors per cycle": ceil(lines / 4) passes per request. ncu never counts
-    fewer; it counts more where line strides are not powers of two (set conflicts: column-major
-    matmul at k = 1000 +54 %, probe.load_lines stride 1000 +27 %) and around halos (stencils)."""
+def test_l1_tag_stage_passes(comparison):
+    """4 tag banks per pass, banks an XOR hash of the line address (probe.pair_lines): power-of-two
+    line strides fill them evenly, other line sets like random throws. Column-major matmul at
+    k = 1000 (16 lines 31.25 lines apart: 6.1 passes, not 4) is within 5 %."""
     t = comparison[comparison.metric.isin(["global_load_tag_wavefronts", "global_store_tag_wavefronts"])]
+    pairs = t[t.case.eq("probe.pair_lines") & t.metric.eq("global_load_tag_wavefronts")]
+    dist = pairs.params.map(lambda s: json.loads(s)["dist"])
+    lines_apart = dist // 32
+    power = (dist % 32 == 0) & ((lines_apart & (lines_apart - 1)) == 0)
+    passes = pairs.measured / pairs.measured.min()  # per request: 1 or 2 (averaged over 8 positions)
+    assert len(pairs) >= 140 and (passes[power] < 1.13).all()  # never share a bank (d = 1 line: 1 in 8)
+    assert passes[~power].mean() == pytest.approx(1.25, abs=0.05)  # share one 1 time in 4, as random banks
+    t = t[~t.case.eq("probe.pair_lines")]  # each distance depends on where the buffer starts
     assert len(t) >= 500
-    assert (t.rel_error <= 1e-3).all(), describe(t[t.rel_error > 1e-3])
-    assert (t.rel_error.abs() <= 0.05).mean() >= 0.85
+    assert (t.rel_error.abs() <= 0.05).mean() >= 0.9
+    assert t.rel_error.abs().max() < 0.35, describe(t[t.rel_error.abs() >= 0.35])
+    colmajor = t[t.case_id.eq("matmul.naive_colmajor_b[k=1000,m=1000,n=1000]")]
+    assert len(colmajor) and colmajor.rel_error.abs().max() < 0.05, describe(colmajor)
 
 
 def test_l2_write_requests(comparison):
@@ -179,11 +193,10 @@ def test_time_model_beats_the_naive_roofline(comparison):
 
 
 def test_time_accuracy(comparison):
-    """MAPE <= 10 % over the suite (the models issue); per study and per case the levels reached.
-    One case is worse than 25 %: column-major naive matmul at k = 1000 (L1 tag-stage set conflicts:
-    ncu counts 7.6 tag passes per iteration where 4 lines per pass gives 5; not modelled)."""
+    """MAPE <= 10 % over the suite and no case worse than 25 % (the models issue); per study the
+    levels reached."""
     t = comparison[comparison.kind == "time"]
-    reached = {"ceilings": 0.10, "coalescing": 0.15, "matmul": 0.07, "stencil": 0.08, "transpose": 0.09}
+    reached = {"ceilings": 0.09, "coalescing": 0.15, "matmul": 0.06, "stencil": 0.07, "transpose": 0.08}
     for study, bound in reached.items():
         s = t[t.study == study]
         mape = s.rel_error.abs().mean()
@@ -194,7 +207,7 @@ def test_time_accuracy(comparison):
     within = (t.rel_error.abs() <= 0.10).mean()
     assert within >= 0.70, f"only {within:.0%} of timed cases within 10 %"
     worse = t[t.rel_error.abs() > 0.25]
-    assert set(worse.case_id) <= {"matmul.naive_colmajor_b[k=1000,m=1000,n=1000]"}, describe(worse)
+    assert worse.empty, describe(worse)
     temporal = t[t.case == "stencil.temporal"]
     assert temporal.rel_error.abs().max() <= 0.15, describe(temporal)
     scattered = t[t.case.isin(["transpose.naive", "mem.global_store", "probe.scatter_store"])]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,6 +11,48 @@ from .lanes import INACTIVE, as_rows, distinct_sorted, sorted_keys
 
 SECTOR_BYTES = 32
 LINE_BYTES = 128
+TAG_BANKS = 4  # L1's tag stage looks up 4 lines per cycle, one per tag bank (4 sets x 4 sectors)
+
+
+def _expected_max_load(n: int, bins: int = TAG_BANKS) -> float:
+    """E[most balls in one bin] for n balls thrown uniformly into `bins` bins (exact)."""
+    if n == 0:
+        return 0.0
+    fact = [math.factorial(k) for k in range(n + 1)]
+    total = 0.0
+    for m in range(n):  # E[max] = sum over m >= 0 of P(max > m)
+        poly = [1.0 / fact[k] if k <= m else 0.0 for k in range(n + 1)]
+        acc = [1.0] + [0.0] * n
+        for _ in range(bins):
+            acc = [sum(acc[i] * poly[j - i] for i in range(j + 1)) for j in range(n + 1)]
+        total += 1.0 - acc[n] * fact[n] / bins ** n
+    return total
+
+
+EXPECTED_PASSES = np.array([_expected_max_load(n) for n in range(65)])
+
+
+def tag_passes(sector_keys: np.ndarray) -> np.ndarray:
+    """Expected L1 tag-stage passes per request, from each row's sorted sector keys (INACTIVE last).
+
+    A pass resolves one line in each of 4 tag banks. The bank is an XOR hash of the line address
+    (probe.pair_lines on the H200: lines a power of two apart never share a bank; other distances
+    do about 1 time in 4, as random banks would). So lines in a power-of-two-stride progression
+    fill the banks evenly, ceil(n / 4) passes; any other set of n lines takes the expected
+    fullest bank of n random throws."""
+    lines = np.where(sector_keys == INACTIVE, INACTIVE, sector_keys >> 2)
+    first = np.ones(lines.shape, dtype=bool)
+    first[:, 1:] = lines[:, 1:] != lines[:, :-1]
+    first &= lines != INACTIVE
+    n = first.sum(axis=1)
+    distinct = np.sort(np.where(first, lines, INACTIVE), axis=1)
+    width = max(int(n.max(initial=0)), 2)
+    d = distinct[:, 1:width] - distinct[:, : width - 1]
+    live = np.arange(1, width)[None, :] < n[:, None]
+    step = d[:, :1]
+    even = np.where(live, d == step, True).all(axis=1) & (step[:, 0] > 0) & ((step[:, 0] & (step[:, 0] - 1)) == 0)
+    passes = np.where(even | (n <= 1), -(-n // TAG_BANKS), EXPECTED_PASSES[np.minimum(n, 64)])
+    return passes
 
 
 @dataclass(frozen=True)
@@ -25,6 +68,7 @@ class GlobalAccess:
     sectors_per_row: np.ndarray
     lines_per_row: np.ndarray | None = None
     active_per_row: np.ndarray | None = None
+    tag_passes_per_row: np.ndarray | None = None
 
     @property
     def bytes_moved(self) -> int:
@@ -61,4 +105,4 @@ def global_access(addresses: object, width: int, store: bool = False) -> GlobalA
     return GlobalAccess(width_bytes=width, store=store, requests=int(np.count_nonzero(n_active)),
                         sectors=int(sectors.sum()), lines=int(lines.sum()),
                         bytes_requested=int(n_active.sum()) * width, sectors_per_row=sectors,
-                        lines_per_row=lines, active_per_row=n_active)
+                        lines_per_row=lines, active_per_row=n_active, tag_passes_per_row=tag_passes(by_sector))

@@ -23,7 +23,6 @@ from .expr import Expr, substitute
 from .lanes import INACTIVE, WARP, distinct_sorted, sorted_keys
 
 BLOCK_VARS = ("bx", "by", "bz")
-TAG_LINES = 4  # L1's tag stage resolves up to 4 lines (x 4 sectors) per cycle (NVIDIA, Volta and later)
 
 
 @dataclass(frozen=True)
@@ -90,7 +89,7 @@ class AccessCount:
     bytes_requested: int = 0
     wavefronts: int = 0  # L1 data-stage wavefronts (shared: bank conflicts; global: the same banks)
     ideal_wavefronts: int = 0
-    tag_wavefronts: int = 0  # global: L1 tag-stage passes, up to 4 lines each
+    tag_wavefronts: int = 0  # global: L1 tag-stage passes (expected: 4 tag banks, hashed)
     block_lines: int = 0  # global stores: distinct lines of all the block's warps at one instruction
     block_sectors: int = 0  # ... and their distinct sectors
     max_ways: int = 0
@@ -244,7 +243,7 @@ def analyse(access: Access, launch: Launch, row_budget: int = 20_000,
             data = shared_access(rows, access.width, access.store)  # L1's data banks, as for shared
             totals += (w @ (g.active_per_row > 0), w @ g.sectors_per_row, w @ g.lines_per_row,
                        w @ g.active_per_row * access.width, w @ data.wavefronts_per_row, 0,
-                       w @ -(-g.lines_per_row // TAG_LINES), 0, 0)
+                       w @ g.tag_passes_per_row, 0, 0)
         else:
             sh = shared_access(rows, access.width, access.store)
             active = (rows >= 0).any(axis=1)

@@ -243,7 +243,8 @@ register(KernelCase(
                                f"(tx%32 < 16) * (tx%32) + (tx%32 >= 16) * ({p['dist']} + tx%32) + 32*(it%8)",
                                loops=("it",), array="in"),
                         Access("sum store", "global", "bx*bdx + tx", store=True, array="out")],
-    setup=_pair_lines_setup, compulsory_bytes=lambda p: (4 * (p["dist"] + 288), 4 * _grid(p) * BLOCK),
+    setup=_pair_lines_setup,  # 8 positions x 2 lines (fewer where they overlap)
+    compulsory_bytes=lambda p: (min(4 * (p["dist"] + 288), 2 * 8 * 128), 4 * _grid(p) * BLOCK),
     model="stream", description="two lines per warp load, `dist` words apart (L1 hits): when the tag stage "
                                 "needs two passes"))
 

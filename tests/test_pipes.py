@@ -1,0 +1,66 @@
+"""The pipe rules on their own: L1 data and tag stages, L2 requests, loaded latency."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.ceilings import Ceiling, Ceilings
+from perfmodel.memory import Access, Launch, analyse, global_access
+from perfmodel.memory.coalescing import EXPECTED_PASSES
+from perfmodel.models.traffic import L1Traffic, l2_requests
+
+
+def test_expected_fullest_bank_is_exact():
+    assert EXPECTED_PASSES[1] == 1 and EXPECTED_PASSES[2] == pytest.approx(1.25)  # 2 lines share 1 in 4
+    rng = np.random.default_rng(0)
+    throws = rng.integers(0, 4, size=(100_000, 16))
+    fullest = np.stack([(throws == k).sum(axis=1) for k in range(4)], axis=1).max(axis=1)
+    assert EXPECTED_PASSES[16] == pytest.approx(fullest.mean(), rel=0.01)
+
+
+@pytest.mark.parametrize(("stride_words", "passes"), [(0, 1), (1, 1), (32, 8), (256, 8), (1024, 8),
+                                                      (1000, EXPECTED_PASSES[32])])
+def test_tag_passes(stride_words, passes):
+    g = global_access(np.arange(32) * stride_words * 4, 4)
+    assert g.tag_passes_per_row[0] == pytest.approx(passes)
+
+
+@pytest.mark.parametrize(("stride_words", "wavefronts"), [(0, 1), (1, 1), (2, 2), (8, 8), (32, 32), (33, 1),
+                                                          (264, 8), (1000, 8), (1024, 32)])
+def test_global_loads_use_the_shared_memory_bank_rule(stride_words, wavefronts):
+    """probe.load_lines on the H200: ncu's data-stage wavefronts equal these for all ten patterns."""
+    launch = Launch(block=(32, 1, 1), grid=(1, 1, 1))
+    c = analyse(Access("ld", "global", f"tx*{stride_words}"), launch)
+    assert c.wavefronts == wavefronts
+
+
+def test_block_stores_combine_per_line():
+    launch = Launch(block=(256, 1, 1), grid=(4, 1, 1))
+    c = analyse(Access("st", "global", "bx*bdx + (tx % 32)*8 + tx / 32", store=True), launch)
+    assert c.lines == 4 * 8 * 8 and c.block_lines == 4 * 8 and c.block_sectors == 4 * 32
+
+
+def _l1(**kw) -> L1Traffic:
+    return L1Traffic(**{"store_bytes": 4 * 1024, "store_sectors": 1024, "store_lines": 1024,
+                        "store_block_lines": 1024, **kw})
+
+
+def test_l2_requests_hits_fills_and_read_modify_writes():
+    resident = l2_requests(_l1(), 0, 1024, True, 1 << 20, 60 << 20, has_loads=True)
+    assert (resident.write_hit, resident.write_fill, resident.write_rmw) == (1024, 0, 0)
+    partial = l2_requests(_l1(), 0, 1024, True, 1 << 30, 60 << 20, has_loads=True)
+    assert (partial.write_hit, partial.write_rmw) == (0, 1024)
+    whole = l2_requests(_l1(store_bytes=32 * 1024), 0, 1024, False, 1 << 30, 60 << 20, has_loads=True)
+    assert (whole.write_fill, whole.write_rmw) == (1024, 0)
+    merged = l2_requests(_l1(store_block_lines=128), 0, 1024, True, 1 << 20, 60 << 20, has_loads=False)
+    assert merged.merged and merged.write_hit == 128
+
+
+def test_loaded_latency_interpolates_and_holds_at_the_ends():
+    c = Ceiling("x", 1.0, "B/s", "test")
+    ceil = Ceilings(c, c, c, c, c, latency_dram_s=Ceiling("lat", 300e-9, "s", "test"),
+                    loaded_latency=((0.0, 350e-9), (2e12, 390e-9)))
+    assert ceil.dram_latency_s(1e12) == pytest.approx(370e-9)
+    assert ceil.dram_latency_s(4e12) == pytest.approx(390e-9)
+    assert Ceilings(c, c, c, c, c, latency_dram_s=Ceiling("lat", 300e-9, "s", "t")).dram_latency_s(1e12) == 300e-9
