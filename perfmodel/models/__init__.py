@@ -151,7 +151,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
              f"L1 data stage: {data_wf:.3g} global + {smem_wf:.3g} shared wavefronts (one per bank conflict way), "
              f"at the measured shared-memory rate"),
         Term("l1_tag", tags / (dev.sm_count * clock), tags, dev.sm_count * clock,
-             "L1 tag stage: up to 4 lines of a global request per SM per cycle"),
+             "L1 tag stage: one line per tag bank (4, hashed) per SM per cycle"),
         Term("fp32", flops / ceil.fp32_flops_per_s.value, flops, ceil.fp32_flops_per_s.value,
              ceil.fp32_flops_per_s.source),
     ]

@@ -48,7 +48,7 @@ class Prediction:
     warp_instructions: float = 0.0  # issued, estimated from the SASS (0: no SASS recorded)
     global_load_wavefronts: int = 0  # L1 data stage (same bank rule as shared memory)
     global_store_wavefronts: int = 0
-    global_load_tag_wavefronts: int = 0  # L1 tag stage (up to 4 lines per pass)
+    global_load_tag_wavefronts: int = 0  # L1 tag-stage passes (4 hashed tag banks)
     global_store_tag_wavefronts: int = 0
     l2_read_requests: float = 0.0  # (request, line) pairs reaching L2
     l2_write_requests: float = 0.0
