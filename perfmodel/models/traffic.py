@@ -150,3 +150,50 @@ def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, par
     writes = float(l1.store_block_lines if merged else l1.store_lines)
     misses = min(writes, written_sectors) if footprint_bytes > l2_bytes else 0.0
     return L2Requests(read, writes - misses, 0.0 if partial else misses, misses if partial else 0.0, merged)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Bytes and requests at each level below L1 for one launch."""
+
+    l2_read_bytes: int
+    l2_write_bytes: int
+    dram: DramEstimate
+    requests: L2Requests
+    compulsory: tuple[int, int]
+    notes: tuple[str, ...]
+
+
+def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traffic,
+             compulsory: tuple[int, int], resident_blocks: int, family: str, params: dict[str, int]) -> Traffic:
+    """L2 reads: the distinct sectors each block loads (L1 reuse inside a block). Writes: every
+    store sector, or per block and line where L1 combines them. DRAM: compulsory bytes (or, with no
+    closed form, the distinct DRAM granules read), read-modify-writes for sectors written in part
+    past L2's capacity, and the matmul reuse model."""
+    notes = []
+    per_block = block_unique_sectors(accesses, launch, store=False)
+    l2_read = int(per_block * launch.blocks * SECTOR) if not math.isnan(per_block) else l1.load_sectors * SECTOR
+    l2_read = min(l2_read, l1.load_sectors * SECTOR) + l1.uncached_load_sectors * SECTOR
+    per_block_stores = block_unique_sectors(accesses, launch, store=True)
+    written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
+    # sectors the kernel writes only in part: fewer distinct 4-byte words than 8 per sector (same sampled blocks)
+    partial = block_unique_sectors(accesses, launch, store=True, granule=4) < 8 * per_block_stores
+    if compulsory == (0, 0):  # no closed form: the distinct DRAM granules read, sectors written
+        gran = dev.arch.dram_granule_bytes
+        chunks = block_unique_sectors(accesses, launch, store=False, granule=gran)
+        reads = int(chunks * launch.blocks * gran) if not math.isnan(chunks) else l2_read
+        compulsory = (reads, l1.store_sectors * SECTOR)
+    if partial and compulsory[1] > dev.l2_bytes:
+        # sectors written only in part and evicted during the kernel reach DRAM as read-modify-write:
+        # the L2 reads each before writing it back (scattered 4-byte stores on the H200); a footprint
+        # that fits in L2 stays there, dirty, past the kernel's end
+        compulsory = (compulsory[0] + compulsory[1], compulsory[1])
+        notes.append("partially written sectors: read-modify-write in DRAM")
+    dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params)
+    notes.append(dram.note)
+    req = l2_requests(l1, l2_read, written, partial, sum(compulsory), dev.l2_bytes, l1.load_requests > 0)
+    l2_write = l1.store_sectors * SECTOR
+    if req.merged:
+        notes.append("stores of the block's warps combined per line in L1 (no global loads)")
+        l2_write = l1.store_block_sectors * SECTOR
+    return Traffic(l2_read, l2_write, dram, req, compulsory, tuple(notes))

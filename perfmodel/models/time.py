@@ -1,0 +1,111 @@
+"""Time terms: each pipe a kernel keeps busy at the rate the suite measured, latency (Little's law
+at the loaded DRAM latency), barrier phases, and the launch. `predict` takes the slowest pipe."""
+
+from __future__ import annotations
+
+import math
+
+from ..ceilings import Ceilings
+from ..devices import DeviceSpec
+from ..occupancy import Occupancy
+from .base import Term
+from .issue import Instructions
+from .traffic import DramEstimate, L1Traffic, L2Requests
+
+IN_SM = ("fp32", "l1", "l1_tag", "issue")  # pipes inside the SM: bound per wave of resident blocks
+
+
+def hidden_behind_others(blocks_per_sm: int) -> float:
+    """The share of one block's wait (or shorter phase) left exposed when B blocks share an SM:
+    blocks that start together run in step, so with B <= 2 nothing hides; otherwise the wait hides
+    behind the other B - 1 blocks (form chosen among 1/B, 1/(B - 1), 2/B on the recorded
+    transposes and temporal blocking: a calibrated rule, applied unchanged to matmul's barriers)."""
+    return 1.0 if blocks_per_sm <= 2 else 1 / (blocks_per_sm - 1)
+
+
+def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_bytes: float, dram: DramEstimate,
+               req: L2Requests, flops: float, blocks: int, issued: Instructions | None) -> list[Term]:
+    clock = dev.sm_clock_hz
+    dram_s = ceil.dram_time_s(dram.read_bytes, dram.write_bytes) or 1e-30
+    moved = dram.read_bytes + dram.write_bytes
+    data_wf = l1.global_load_wavefronts + l1.global_store_wavefronts
+    tags = l1.load_tag_wavefronts + l1.store_tag_wavefronts
+    smem_wf = l1.smem_load_wavefronts + l1.smem_store_wavefronts
+    wf_rate = ceil.smem_bytes_per_s.value / 128
+    terms = [
+        Term("dram", dram_s, moved, moved / dram_s,
+             ceil.dram_bytes_per_s.source + (f"; reads alone {ceil.dram_read_bytes_per_s.source}"
+                                                  if ceil.dram_read_bytes_per_s else "")),
+        Term("l2", l2_bytes / ceil.l2_bytes_per_s.value, l2_bytes, ceil.l2_bytes_per_s.value,
+             ceil.l2_bytes_per_s.source),
+        Term("l1", (data_wf + smem_wf) / wf_rate, data_wf + smem_wf, wf_rate,
+             f"L1 data stage: {data_wf:.3g} global + {smem_wf:.3g} shared wavefronts (one per bank conflict way), "
+             f"at the measured shared-memory rate"),
+        Term("l1_tag", tags / (dev.sm_count * clock), tags, dev.sm_count * clock,
+             "L1 tag stage: one line per tag bank (4, hashed) per SM per cycle"),
+        Term("fp32", flops / ceil.fp32_flops_per_s.value, flops, ceil.fp32_flops_per_s.value,
+             ceil.fp32_flops_per_s.source),
+    ]
+    hit, fill, rmw = ceil.l2_write_requests_per_s, ceil.l2_write_fill_requests_per_s, ceil.l2_write_rmw_requests_per_s
+    n = req.read + req.write_hit + req.write_fill + req.write_rmw
+    if hit and fill and rmw and n:
+        t = (req.read + req.write_hit) / hit.value + req.write_fill / fill.value + req.write_rmw / rmw.value
+        terms.append(Term("l2_requests", t, n, n / t,
+                          f"{req.read:.3g} reads + {req.write_hit:.3g} writes at {hit.value / 1e9:.0f} G/s, "
+                          f"{req.write_fill:.3g} sector fills at {fill.value / 1e9:.0f} G/s, {req.write_rmw:.3g} "
+                          f"read-modify-writes at {rmw.value / 1e9:.0f} G/s (probe.store_lines)"))
+    if ceil.blocks_per_s:
+        r = ceil.blocks_per_s.value
+        terms.append(Term("blocks", blocks / r, blocks, r, f"block launch: {ceil.blocks_per_s.source}"))
+    if issued:
+        rate = dev.arch.warp_schedulers * dev.sm_count * clock
+        terms.append(Term("issue", issued.warp_instructions / rate, issued.warp_instructions, rate,
+                          f"{dev.arch.warp_schedulers} warp instructions per SM per cycle; {issued.note}"))
+    return terms
+
+
+def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float) -> Term | None:
+    """load -> barrier -> work in shared memory. The resident blocks of a wave start together and
+    one DRAM latency per wave is exposed; a block's shorter phase hides behind the other blocks'
+    longer phases (hidden_behind_others)."""
+    lat = ceil.latency_dram_s
+    if not lat:
+        return None
+    by = {t.name: t.time_s for t in terms}
+    load_s = by["dram"]
+    work_s = max(by["l1"], by["l1_tag"], by.get("issue", 0.0))
+    b = occ.blocks_per_sm
+    exposed = hidden_behind_others(b)
+    rounds = math.ceil(waves)
+    phased = max(load_s, work_s) + min(load_s, work_s) * exposed + rounds * lat.value
+    return Term("barrier", phased, rounds, 1 / lat.value,
+                f"max(load {load_s * 1e6:.1f} us, work {work_s * 1e6:.1f} us) + {exposed:.2f} x the shorter "
+                f"({b} blocks per SM) + {rounds} waves x {lat.value * 1e9:.0f} ns latency at the barrier")
+
+
+def latency_term(ceil: Ceilings, l1: L1Traffic, dram: DramEstimate, in_flight_bytes: float) -> Term | None:
+    """Little's law: bytes in flight / DRAM latency, the latency taken at the DRAM throughput it
+    allows (measured under load by probe.chase_loaded; the idle chase where that is missing)."""
+    if not ceil.latency_dram_s or not l1.load_requests:
+        return None
+    latency_s = ceil.latency_dram_s.value
+    for _ in range(4):
+        rate = in_flight_bytes / latency_s
+        moved_per_s = rate * (dram.read_bytes + dram.write_bytes) / max(dram.read_bytes, 1)
+        latency_s = ceil.dram_latency_s(min(moved_per_s, ceil.dram_bytes_per_s.value))
+    rate = in_flight_bytes / latency_s
+    return Term("latency", dram.read_bytes / rate, dram.read_bytes, rate,
+                f"Little's law: {in_flight_bytes / 2**20:.2f} MiB in flight / {latency_s * 1e9:.0f} ns "
+                f"(DRAM latency under this load: {ceil.loaded_latency_source or 'idle chase'})")
+
+
+def barrier_rounds_term(ceil: Ceilings, rounds: int, blocks_per_sm: int) -> Term | None:
+    """At every barrier a block waits for its next tiles, one L2 round trip; the wait hides behind
+    the other B - 1 resident blocks' work (not at B <= 2). Added to the slowest in-SM pipe."""
+    l2_lat = ceil.latency_l2_s
+    if not l2_lat:
+        return None
+    share = hidden_behind_others(blocks_per_sm)
+    return Term("barrier", rounds * l2_lat.value * share, rounds, 1 / l2_lat.value,
+                f"{rounds} load-barrier rounds x {l2_lat.value * 1e9:.0f} ns L2 latency x {share:.2f} "
+                f"({blocks_per_sm} blocks per SM), added")
