@@ -47,7 +47,7 @@ def build(device: str = "h200", out: Path | None = None, progress: bool = True) 
         pages.append(page)
     figures.scatter(table[table.kind.isin(["counter", "counter-l1", "time"])], folder / "scatter_all.png",
                     f"All predictions vs {dev.name} measurements")
-    _index(dev, data, summ, pages, out, folder)
+    _index(dev, data, summ, pages, out, folder, _headline(table))
     if progress:
         print(f"reports written to {folder} and {out / 'index.html'} in {time.time() - t0:.0f}s")
     return out / "index.html"
@@ -59,7 +59,20 @@ def _provenance(data: pd.DataFrame) -> str:
     return runs.to_html(index=False, border=0)
 
 
-def _index(dev, data, summ: pd.DataFrame, pages, out: Path, folder: Path) -> None:
+def _headline(table: pd.DataFrame) -> str:
+    """The time model over every timed case, beside the naive datasheet roofline."""
+    t = table[table.kind == "time"]
+    if not len(t):
+        return ""
+    err = t.rel_error.abs()
+    naive = ((t.baseline - t.measured) / t.measured).abs().mean()
+    return (f"Time: MAPE {100 * err.mean():.1f} % over {len(t)} timed cases (naive datasheet roofline "
+            f"{100 * naive:.0f} %); {100 * (err <= 0.10).mean():.0f} % within 10 %, "
+            f"{100 * (err <= 0.25).mean():.0f} % within 25 %, worst {100 * t.rel_error.iloc[err.argmax()]:+.0f} % "
+            f"({t.case_id.iloc[err.argmax()]}).")
+
+
+def _index(dev, data, summ: pd.DataFrame, pages, out: Path, folder: Path, headline: str) -> None:
     rel = folder.relative_to(out)
     rows = []
     for p in pages:
@@ -77,6 +90,7 @@ table{{border-collapse:collapse}} tr{{border-bottom:1px solid #ddd}}</style></he
 <h1>perfmodel on {html.escape(dev.name)}</h1>
 <p>Every prediction of the analytical model beside the recorded measurement: Nsight Compute counters,
 CUDA-event times and the driver's occupancy API. Rebuild with <code>perfmodel report</code>.</p>
+<p><b>{html.escape(headline)}</b> Per case: <a href="{rel}/comparison.csv">comparison.csv</a>.</p>
 <p><img src="{rel}/scatter_all.png" width="420" alt="all predictions against measurements"></p>
 <table><tr><th>study</th><th>accuracy</th><th>figure</th></tr>{''.join(rows)}</table>
 <h2>Accuracy by study</h2>{summ.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0)}
