@@ -199,52 +199,42 @@ register(KernelCase(
                 "the L2's rate for partially written lines, L2-resident or not"))
 
 
-def _load_lines_setup(p, rng) -> Setup:
-    stride, iters = p["stride"], p["iters"]
-    a = f32(rng, 32 * stride + 256)
-    lane = np.arange(32)
-    words = lane[:, None] * stride + 32 * (np.arange(iters)[None, :] % 8)
-    per_lane = a[words].astype(np.float64).sum(axis=1)
+def _resident_loads(p, rng, offsets: np.ndarray, size: int, knob: int) -> Setup:
+    """A probe whose lane l adds in[offsets[l] + 32*(it % 8)] for it < iters (L1 hits after the
+    first touch); `knob` is the kernel's shape argument (stride or distance)."""
+    a = f32(rng, size)
+    per_lane = a[offsets[:, None] + 32 * (np.arange(p["iters"])[None, :] % 8)].astype(np.float64).sum(axis=1)
     expected = np.tile(per_lane, _grid(p) * BLOCK // 32).astype(np.float32)
-    return Setup({"in": a}, {"out": expected}, ["in", "out", np.int32(stride), np.int32(iters), np.int32(0)],
+    return Setup({"in": a}, {"out": expected}, ["in", "out", np.int32(knob), np.int32(p["iters"]), np.int32(0)],
                  rtol=1e-3)
+
+
+def _resident_launch(p) -> Launch:
+    return Launch(block=(BLOCK, 1, 1), grid=(_grid(p), 1, 1), loops={"it": p["iters"]}, params=dict(p))
 
 
 register(KernelCase(
     name="probe.load_lines", study="ceilings", source="probes.cu", defaults={"stride": 1, "iters": 4096},
-    entry=lambda p: "load_lines",
-    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(_grid(p), 1, 1), loops={"it": p["iters"]},
-                            params=dict(p)),
+    entry=lambda p: "load_lines", launch=_resident_launch,
     accesses=lambda p: [Access("L1-resident load", "global", f"(tx%32)*{p['stride']} + 32*(it%8)", loops=("it",),
                                array="in"),
                         Access("sum store", "global", "bx*bdx + tx", store=True, array="out")],
-    setup=_load_lines_setup, compulsory_bytes=lambda p: (4 * (32 * p["stride"] + 256), 4 * _grid(p) * BLOCK),
+    setup=lambda p, rng: _resident_loads(p, rng, np.arange(32) * p["stride"], 32 * p["stride"] + 256, p["stride"]),
+    compulsory_bytes=lambda p: (4 * (32 * p["stride"] + 256), 4 * _grid(p) * BLOCK),
     model="stream",
     description="loads that hit L1, lanes `stride` words apart: the L1 data stage's rate per access pattern"))
 
 
-def _pair_lines_setup(p, rng) -> Setup:
-    dist, iters = p["dist"], p["iters"]
-    a = f32(rng, dist + 32 + 256)
-    lane = np.arange(32)
-    off = np.where(lane < 16, lane, dist + lane)
-    per_lane = a[off[:, None] + 32 * (np.arange(iters)[None, :] % 8)].astype(np.float64).sum(axis=1)
-    expected = np.tile(per_lane, _grid(p) * BLOCK // 32).astype(np.float32)
-    return Setup({"in": a}, {"out": expected}, ["in", "out", np.int32(dist), np.int32(iters), np.int32(0)],
-                 rtol=1e-3)
-
-
 register(KernelCase(
     name="probe.pair_lines", study="ceilings", source="probes.cu", defaults={"dist": 32, "iters": 1024},
-    entry=lambda p: "pair_lines",
-    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(_grid(p), 1, 1), loops={"it": p["iters"]},
-                            params=dict(p)),
+    entry=lambda p: "pair_lines", launch=_resident_launch,
     accesses=lambda p: [Access("two-line load", "global",
                                f"(tx%32 < 16) * (tx%32) + (tx%32 >= 16) * ({p['dist']} + tx%32) + 32*(it%8)",
                                loops=("it",), array="in"),
                         Access("sum store", "global", "bx*bdx + tx", store=True, array="out")],
-    setup=_pair_lines_setup,  # 8 positions x 2 lines (fewer where they overlap)
-    compulsory_bytes=lambda p: (min(4 * (p["dist"] + 288), 2 * 8 * 128), 4 * _grid(p) * BLOCK),
+    setup=lambda p, rng: _resident_loads(p, rng, np.where(np.arange(32) < 16, 0, p["dist"]) + np.arange(32),
+                                         p["dist"] + 288, p["dist"]),
+    compulsory_bytes=lambda p: (min(4 * (p["dist"] + 288), 2 * 8 * 128), 4 * _grid(p) * BLOCK),  # 8 x 2 lines
     model="stream", description="two lines per warp load, `dist` words apart (L1 hits): when the tag stage "
                                 "needs two passes"))
 
