@@ -45,7 +45,7 @@ def build(device: str = "h200", out: Path | None = None, progress: bool = True) 
         rows = table[table.study.isin(SOURCES[name][0] or table.study.unique())]
         rows.to_csv(folder / f"{name}.csv", index=False)
         pages.append(page)
-    figures.scatter(table[table.kind.isin(["counter", "counter-l1", "time"])], folder / "scatter_all.png",
+    figures.scatter(table[table.kind.isin(["counter", "counter-l1", "counter-stage", "time"])], folder / "scatter_all.png",
                     f"All predictions vs {dev.name} measurements")
     _index(dev, data, summ, pages, out, folder, _headline(table))
     if progress:
