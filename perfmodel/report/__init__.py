@@ -45,8 +45,8 @@ def build(device: str = "h200", out: Path | None = None, progress: bool = True) 
         rows = table[table.study.isin(SOURCES[name][0] or table.study.unique())]
         rows.to_csv(folder / f"{name}.csv", index=False)
         pages.append(page)
-    figures.scatter(table[table.kind.isin(["counter", "counter-l1", "counter-stage", "time"])], folder / "scatter_all.png",
-                    f"All predictions vs {dev.name} measurements")
+    shown = table.kind.isin(["counter", "counter-l1", "counter-stage", "time"])
+    figures.scatter(table[shown], folder / "scatter_all.png", f"All predictions vs {dev.name} measurements")
     _index(dev, data, summ, pages, out, folder, _headline(table))
     if progress:
         print(f"reports written to {folder} and {out / 'index.html'} in {time.time() - t0:.0f}s")
