@@ -1,7 +1,9 @@
 """Traffic at each level, derived from a case's access descriptions.
 
-L1 (requests, sectors, wavefronts): exact counts from perfmodel.memory.
+L1 (requests, sectors, data-stage wavefronts, tag passes): exact counts from perfmodel.memory.
 L2 reads: the distinct sectors each block loads (L1 reuse inside a block, none across blocks).
+L2 requests: one per (warp request, line), stores of load-free kernels combined per block and line;
+past L2's capacity, first writes are sector fills or read-modify-writes (`l2_requests`).
 DRAM: each array once while the kernel's footprint fits in L2; past that, per-family reuse
 models (matmul: the operand shared across block rows is streamed again for every wave of
 resident blocks, in each L2 partition).
