@@ -166,20 +166,26 @@ extern "C" __global__ void blocks_only(float* __restrict__ out) {
     if (threadIdx.x == 0) out[blockIdx.x] = (float)(blockIdx.x & 0xffff);
 }
 
-// Loaded latency: thread 0 of block 0 times `steps` dependent ld.global.cg loads through next[]
-// (as chase_cg) while the other blocks stream `passes` times over in[0..n) with one scalar load
-// per thread per step, as probe.read does; their sums go to out[] (kept live).
+// Loaded latency: the first `lanes` threads of block 0 (1, or 32: a coalesced 128-byte load per
+// step) time `steps` dependent ld.global.cg loads through next[] (lane 0's value is the next line)
+// while the other blocks stream `passes` times over in[0..n) with one scalar load per thread per
+// step, as probe.read does; their sums go to out[] (kept live).
 extern "C" __global__ void chase_loaded(const unsigned* __restrict__ next, int steps, unsigned long long* cycles,
                                         unsigned* sink, const float* __restrict__ in, size_t n, int passes,
-                                        float* __restrict__ out) {
+                                        float* __restrict__ out, int lanes) {
     if (blockIdx.x == 0) {
-        if (threadIdx.x != 0) return;
-        unsigned j = 0;
+        if (threadIdx.x >= lanes) return;
+        unsigned j = 0, v = 0;
+        unsigned mask = lanes == 32 ? 0xffffffffu : 1u;
         long long t0 = clock64();
-        for (int s = 0; s < steps; ++s)
-            asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(j) : "l"(next + j) : "memory");
-        cycles[0] = (unsigned long long)(clock64() - t0);
-        sink[0] = j;
+        for (int s = 0; s < steps; ++s) {
+            asm volatile("ld.global.cg.u32 %0, [%1];" : "=r"(v) : "l"(next + j + threadIdx.x) : "memory");
+            j = __shfl_sync(mask, v, 0);
+        }
+        if (threadIdx.x == 0) {
+            cycles[0] = (unsigned long long)(clock64() - t0);
+            sink[0] = j;
+        }
         return;
     }
     float acc = 0.f;

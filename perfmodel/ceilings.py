@@ -149,13 +149,17 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
                 extra[key] = Ceiling(what, m[0], "1/s", f"measured: {m[1]}")
         if (m := measured("probe.blocks", lambda c, p, t: p["blocks"] / t if p["blocks"] >= 1 << 18 else None)):
             extra["blocks_per_s"] = Ceiling("thread blocks launched and retired", m[0], "1/s", f"measured: {m[1]}")
-        loaded = data[data.case == "probe.chase_loaded"].pivot_table(index="params", columns="metric", values="value",
-                                                                     aggfunc="median")
+        chased = data[data.case == "probe.chase_loaded"]
+        lanes = chased.params.map(lambda s: json.loads(s).get("lanes", 1))
+        # a warp's coalesced 128-byte load where measured (what streaming kernels wait for), else one thread's
+        chased = chased[lanes == (32 if (lanes == 32).any() else 1)]
+        loaded = chased.pivot_table(index="params", columns="metric", values="value", aggfunc="median")
         if "cycles_per_load" in loaded:
             rate = loaded.get("stream_bytes_per_s", loaded.cycles_per_load * 0).fillna(0.0)
             pts = sorted(zip(rate, loaded.cycles_per_load / dev.sm_clock_hz, strict=True))
             extra["loaded_latency"] = tuple((float(a), float(b)) for a, b in pts)
-            extra["loaded_latency_source"] = (f"measured: probe.chase_loaded, {len(pts)} stream rates "
+            extra["loaded_latency_source"] = (f"measured: probe.chase_loaded ({int(lanes.max())} lanes), "
+                                              f"{len(pts)} stream rates "
                                               f"0..{pts[-1][0] / 1e12:.2f} TB/s")
         lat = data[(data.metric == "cycles_per_load")]
         clock = dev.sm_clock_hz
