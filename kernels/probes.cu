@@ -169,10 +169,10 @@ extern "C" __global__ void blocks_only(float* __restrict__ out) {
 // Loaded latency: the first `lanes` threads of block 0 (1, or 32: a coalesced 128-byte load per
 // step) time `steps` dependent ld.global.cg loads through next[] (lane 0's value is the next line)
 // while the other blocks stream `passes` times over in[0..n) with one scalar load per thread per
-// step, as probe.read does; their sums go to out[] (kept live).
+// step, as probe.read does (sums to out[], kept live), or copy it to copy[] when that is not null.
 extern "C" __global__ void chase_loaded(const unsigned* __restrict__ next, int steps, unsigned long long* cycles,
                                         unsigned* sink, const float* __restrict__ in, size_t n, int passes,
-                                        float* __restrict__ out, int lanes) {
+                                        float* __restrict__ out, int lanes, float* __restrict__ copy) {
     if (blockIdx.x == 0) {
         if (threadIdx.x >= lanes) return;
         unsigned j = 0, v = 0;
@@ -191,7 +191,10 @@ extern "C" __global__ void chase_loaded(const unsigned* __restrict__ next, int s
     float acc = 0.f;
     size_t stride = (size_t)(gridDim.x - 1) * blockDim.x;
     for (int p = 0; p < passes; ++p)
-        for (size_t i = (blockIdx.x - 1) * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) acc += in[i];
+        for (size_t i = (blockIdx.x - 1) * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
+            if (copy) copy[i] = in[i];  // a copy stream: every load followed by a store
+            else acc += in[i];
+        }
     out[(blockIdx.x - 1) * blockDim.x + threadIdx.x] = acc;
 }
 
