@@ -40,8 +40,9 @@ class Ceilings:
     l2_write_fill_requests_per_s: Ceiling | None = None  # ... that allocate whole sectors missing in L2
     l2_write_rmw_requests_per_s: Ceiling | None = None  # ... that miss with sectors written in part
     blocks_per_s: Ceiling | None = None  # thread blocks launched and retired
-    # DRAM latency while other blocks stream reads: ((stream bytes/s, latency s), ...) rising
+    # DRAM latency while other blocks stream reads (and copy): ((bytes moved/s, latency s), ...)
     loaded_latency: tuple[tuple[float, float], ...] = ()
+    loaded_latency_copy: tuple[tuple[float, float], ...] = ()
     loaded_latency_source: str = ""
 
     def dram_time_s(self, read_bytes: float, write_bytes: float) -> float:
@@ -53,13 +54,21 @@ class Ceilings:
         read = self.dram_read_bytes_per_s.value
         return read_bytes / read + write_bytes * (2 / copy - 1 / read)
 
-    def dram_latency_s(self, dram_bytes_per_s: float) -> float:
-        """DRAM latency at a given DRAM throughput: the loaded chase, interpolated (held past its
+    def dram_latency_s(self, dram_bytes_per_s: float, write_share: float = 0.0) -> float:
+        """DRAM latency at a given DRAM throughput: the chase under a read stream, moved towards the
+        chase under a copy stream as writes make up to half the traffic (interpolated, held past the
         ends); the idle chase where no loaded chase is recorded."""
         if not self.loaded_latency:
             return self.latency_dram_s.value if self.latency_dram_s else float("nan")
-        x, y = zip(*self.loaded_latency, strict=True)
-        return float(np.interp(dram_bytes_per_s, x, y))
+
+        def at(curve: tuple[tuple[float, float], ...]) -> float:
+            x, y = zip(*curve, strict=True)
+            return float(np.interp(dram_bytes_per_s, x, y))
+
+        read = at(self.loaded_latency)
+        if not self.loaded_latency_copy or write_share <= 0:
+            return read
+        return read + min(write_share / 0.5, 1.0) * (at(self.loaded_latency_copy) - read)
 
     def all(self) -> list[Ceiling]:
         return [c for c in self.__dict__.values() if isinstance(c, Ceiling)]
@@ -150,17 +159,26 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
         if (m := measured("probe.blocks", lambda c, p, t: p["blocks"] / t if p["blocks"] >= 1 << 18 else None)):
             extra["blocks_per_s"] = Ceiling("thread blocks launched and retired", m[0], "1/s", f"measured: {m[1]}")
         chased = data[data.case == "probe.chase_loaded"]
-        lanes = chased.params.map(lambda s: json.loads(s).get("lanes", 1))
+        shape = chased.params.map(lambda s: (json.loads(s).get("lanes", 1), json.loads(s).get("copy", 0)))
         # a warp's coalesced 128-byte load where measured (what streaming kernels wait for), else one thread's
-        chased = chased[lanes == (32 if (lanes == 32).any() else 1)]
-        loaded = chased.pivot_table(index="params", columns="metric", values="value", aggfunc="median")
-        if "cycles_per_load" in loaded:
-            rate = loaded.get("stream_bytes_per_s", loaded.cycles_per_load * 0).fillna(0.0)
-            pts = sorted(zip(rate, loaded.cycles_per_load / dev.sm_clock_hz, strict=True))
-            extra["loaded_latency"] = tuple((float(a), float(b)) for a, b in pts)
-            extra["loaded_latency_source"] = (f"measured: probe.chase_loaded ({int(lanes.max())} lanes), "
-                                              f"{len(pts)} stream rates "
-                                              f"0..{pts[-1][0] / 1e12:.2f} TB/s")
+        lanes = 32 if shape.map(lambda x: x[0] == 32).any() else 1
+
+        def curve(copy: int) -> tuple[tuple[float, float], ...]:
+            sel = chased[shape.map(lambda x: x == (lanes, copy)) | (shape.map(lambda x: x == (lanes, 0))
+                                                                    & (chased.params.str.contains('"blocks":0,')))]
+            t = sel.pivot_table(index="params", columns="metric", values="value", aggfunc="median")
+            if "cycles_per_load" not in t:
+                return ()
+            rate = t.get("stream_bytes_per_s", t.cycles_per_load * 0).fillna(0.0)
+            return tuple(sorted((float(a), float(b)) for a, b in zip(rate, t.cycles_per_load / dev.sm_clock_hz,
+                                                                     strict=True)))
+
+        if (read := curve(0)):
+            extra["loaded_latency"] = read
+            extra["loaded_latency_copy"] = curve(1) if len(curve(1)) > 2 else ()
+            extra["loaded_latency_source"] = (f"measured: probe.chase_loaded ({lanes} lanes) under read"
+                                              + (" and copy" if extra["loaded_latency_copy"] else "")
+                                              + f" streams up to {read[-1][0] / 1e12:.2f} TB/s")
         lat = data[(data.metric == "cycles_per_load")]
         clock = dev.sm_clock_hz
         for key, case, lo, hi in (("latency_l1_s", "probe.chase_ca", 0, 64 << 10),

@@ -110,9 +110,12 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     if occ and case.sync_after_loads:
         extra = phase_term(ceil, terms, occ, waves)
     elif occ:
-        bytes_per_request = l1.load_bytes / l1.load_requests if l1.load_requests else 0.0
-        extra = latency_term(ceil, l1, dram, occ.warps_per_sm * dev.sm_count * case.loads_in_flight(p)
-                             * bytes_per_request)
+        warp_loads = max(dram.read_bytes - below.rmw_read_bytes, 0)
+        if launch.loops:  # a loop: its independent loads per iteration are in flight
+            per_warp = case.loads_in_flight(p) * (l1.load_bytes / l1.load_requests if l1.load_requests else 0.0)
+        else:  # straight-line code: a warp issues all its loads before it waits
+            per_warp = warp_loads / max(launch.blocks * launch.warps_per_block, 1)
+        extra = latency_term(ceil, l1, dram, warp_loads, occ.warps_per_sm * dev.sm_count * per_warp)
     else:
         extra = None
     if extra:
@@ -121,6 +124,8 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     time_s = slowest.time_s
     if slowest.name in IN_SM and waves > 1:
         time_s *= math.ceil(waves) / waves  # the last, partial wave leaves SMs idle
+    elif slowest.name in ("dram", "latency") and ceil.latency_dram_s:
+        time_s += ceil.latency_dram_s.value  # the first loads' round trip, before the bandwidth is reached
     if case.barrier_phases and slowest.name in IN_SM:
         added = barrier_rounds_term(ceil, math.ceil(waves) * case.barrier_phases(p), blocks_per_sm)
         if added:

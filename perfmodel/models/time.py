@@ -83,18 +83,22 @@ def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float) 
                 f"({b} blocks per SM) + {rounds} waves x {lat.value * 1e9:.0f} ns latency at the barrier")
 
 
-def latency_term(ceil: Ceilings, l1: L1Traffic, dram: DramEstimate, in_flight_bytes: float) -> Term | None:
-    """Little's law: bytes in flight / DRAM latency, the latency taken at the DRAM throughput it
-    allows (measured under load by probe.chase_loaded; the idle chase where that is missing)."""
-    if not ceil.latency_dram_s or not l1.load_requests:
+def latency_term(ceil: Ceilings, l1: L1Traffic, dram: DramEstimate, load_bytes: float,
+                 in_flight_bytes: float) -> Term | None:
+    """Little's law: the DRAM bytes warps load (`load_bytes`) at bytes in flight / DRAM latency, the
+    latency taken at the DRAM throughput it allows and the kernel's share of writes (measured under
+    read and copy streams by probe.chase_loaded; the idle chase where that is missing)."""
+    if not ceil.latency_dram_s or not l1.load_requests or not in_flight_bytes:
         return None
     latency_s = ceil.latency_dram_s.value
-    for _ in range(4):
+    moved = dram.read_bytes + dram.write_bytes
+    write_share = dram.write_bytes / moved if moved else 0.0
+    for _ in range(6):
         rate = in_flight_bytes / latency_s
-        moved_per_s = rate * (dram.read_bytes + dram.write_bytes) / max(dram.read_bytes, 1)
-        latency_s = ceil.dram_latency_s(min(moved_per_s, ceil.dram_bytes_per_s.value))
+        moved_per_s = rate * moved / max(load_bytes, 1)
+        latency_s = ceil.dram_latency_s(min(moved_per_s, ceil.dram_bytes_per_s.value), write_share)
     rate = in_flight_bytes / latency_s
-    return Term("latency", dram.read_bytes / rate, dram.read_bytes, rate,
+    return Term("latency", load_bytes / rate, load_bytes, rate,
                 f"Little's law: {in_flight_bytes / 2**20:.2f} MiB in flight / {latency_s * 1e9:.0f} ns "
                 f"(DRAM latency under this load: {ceil.loaded_latency_source or 'idle chase'})")
 

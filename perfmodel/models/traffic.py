@@ -164,6 +164,7 @@ class Traffic:
     requests: L2Requests
     compulsory: tuple[int, int]
     notes: tuple[str, ...]
+    rmw_read_bytes: int = 0  # DRAM reads L2 makes for sectors written in part (no warp waits for them)
 
 
 def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traffic,
@@ -185,11 +186,13 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         chunks = block_unique_sectors(accesses, launch, store=False, granule=gran)
         reads = int(chunks * launch.blocks * gran) if not math.isnan(chunks) else l2_read
         compulsory = (reads, l1.store_sectors * SECTOR)
+    rmw = 0
     if partial and compulsory[1] > dev.l2_bytes:
         # sectors written only in part and evicted during the kernel reach DRAM as read-modify-write:
         # the L2 reads each before writing it back (scattered 4-byte stores on the H200); a footprint
         # that fits in L2 stays there, dirty, past the kernel's end
-        compulsory = (compulsory[0] + compulsory[1], compulsory[1])
+        rmw = compulsory[1]
+        compulsory = (compulsory[0] + rmw, compulsory[1])
         notes.append("partially written sectors: read-modify-write in DRAM")
     dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params)
     notes.append(dram.note)
@@ -198,4 +201,4 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     if req.merged:
         notes.append("stores of the block's warps combined per line in L1 (no global loads)")
         l2_write = l1.store_block_sectors * SECTOR
-    return Traffic(l2_read, l2_write, dram, req, compulsory, tuple(notes))
+    return Traffic(l2_read, l2_write, dram, req, compulsory, tuple(notes), rmw)

@@ -176,14 +176,26 @@ def synchronize() -> None:
 
 
 class L2Flusher:
-    """Writes a buffer twice the L2 size so the next launch starts with cold caches."""
+    """Touches a buffer twice the L2 size so the next launch starts with cold caches: by writing it
+    (memset: leaves ~an L2 of dirty lines the next kernel must write back first) or by reading it
+    (read_f4: leaves clean lines)."""
 
-    def __init__(self, l2_bytes: int) -> None:
+    def __init__(self, l2_bytes: int, mode: str = "write") -> None:
+        if mode not in ("write", "read"):
+            raise ValueError(f"L2Flusher mode must be 'write' or 'read', not {mode!r}")
+        self.mode = mode
         self.words = 2 * max(l2_bytes, 1 << 20) // 4
         self.buf = _driver().mem_alloc(self.words * 4)
+        _driver().memset_d32(self.buf, 0, self.words)
+        if mode == "read":
+            self.sink = _driver().mem_alloc(1056 * 256 * 4)
+            self.kernel = kernel("probes.cu", "read_f4")
 
     def __call__(self) -> None:
-        _driver().memset_d32(self.buf, 0, self.words)
+        if self.mode == "write":
+            _driver().memset_d32(self.buf, 0, self.words)
+        else:
+            launch(self.kernel, (1056, 1, 1), (256, 1, 1), [self.buf, self.sink, np.uint64(self.words // 4)])
 
 
 def time_launches(run: Any, reps: int, warmup: int = 2, before: Any = None,
