@@ -45,7 +45,7 @@ def run(plan: str, out: Path, *, ncu: bool = True, extras: bool | tuple[str, ...
     print(f"device {spec.name} cc {spec.compute_capability}, {spec.sm_count} SMs, L2 {spec.l2_bytes >> 20} MiB; "
           f"driver {prov.driver}, CUDA {prov.cuda}, PyCUDA {prov.pycuda}, SM clock {prov.sm_clock_mhz}", flush=True)
     rec = Recorder(out / "measurements.csv", prov)
-    flusher = gpu.L2Flusher(spec.l2_bytes)
+    flusher = gpu.L2Flusher(spec.l2_bytes, mode="read")  # clean lines: no write-backs of the flush itself
     rng = np.random.default_rng(int(time.time()))  # fresh inputs every run
     cases = load_plan(plan)
     todo = [pc for pc in cases if ("check", pc.case_id) not in rec.done]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..devices import DeviceSpec
-from ..measurements import Measurement
+from ..measurements import READ_FLUSH, Measurement
 from . import gpu
 from .plan import PlannedCase, case_id, params_json
 from .registry import KernelCase, Setup, get
@@ -146,8 +146,10 @@ def measure(pc: PlannedCase, spec: DeviceSpec, flusher: gpu.L2Flusher, rng: np.r
         if blocks is not None:
             row("blocks_per_sm", "1", "value", blocks, "driver")
         if pc.time:
+            cold = pc.cold and flusher is not None
+            source = READ_FLUSH if cold and flusher.mode == "read" else "events"  # clean L2, or written
             rows.extend(time_rows(case.study, pc.name, pc.params,
-                                  time_case(bound, rng, flusher if pc.cold else None)))
+                                  time_case(bound, rng, flusher if pc.cold else None), source=source))
     except Exception as exc:  # noqa: BLE001 - a failing case is data, and the run goes on
         row("check_passed", "1", "value", 0.0, "check")
         print(f"  FAILED {cid}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
