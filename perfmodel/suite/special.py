@@ -148,8 +148,8 @@ LOADED_BLOCKS = (0, 132, 264, 396, 528, 660, 792, 924, 1056)
 
 def chase_loaded(stream_blocks=LOADED_BLOCKS, steps: int = 2048, n: int = 1 << 27, seed: int = 2,
                  chain_bytes: int = 1 << 30, lanes_list=(1, 32, 128), copies=(False, True)) -> list[Measurement]:
-    """DRAM latency under load: one thread (or one warp loading a whole 128-byte line each step, or
-    512 bytes: `lanes` 128) chases a cold 1 GiB chain while `blocks` blocks of 256 threads stream scalar loads over 512 MiB
+    """DRAM latency under load: one thread (or one warp loading a 128-byte line each step, or 512
+    bytes: `lanes` 128) chases a cold 1 GiB chain while `blocks` blocks of 256 threads stream scalar loads over 512 MiB
     (probe.read's pattern) or copy it (probe.copy's: reads and writes); the stream's rate is timed
     with events around the launch, the chase's cycles per load with clock64."""
     import pycuda.driver as drv
