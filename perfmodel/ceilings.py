@@ -43,6 +43,7 @@ class Ceilings:
     # DRAM latency while other blocks stream reads (and copy): ((bytes moved/s, latency s), ...)
     loaded_latency: tuple[tuple[float, float], ...] = ()
     loaded_latency_copy: tuple[tuple[float, float], ...] = ()
+    loaded_latency_wide: tuple[tuple[float, float], ...] = ()  # a warp's 512-byte requests (16 B per lane)
     loaded_latency_source: str = ""
 
     def dram_time_s(self, read_bytes: float, write_bytes: float) -> float:
@@ -54,10 +55,12 @@ class Ceilings:
         read = self.dram_read_bytes_per_s.value
         return read_bytes / read + write_bytes * (2 / copy - 1 / read)
 
-    def dram_latency_s(self, dram_bytes_per_s: float, write_share: float = 0.0) -> float:
-        """DRAM latency at a given DRAM throughput: the chase under a read stream, moved towards the
-        chase under a copy stream as writes make up to half the traffic (interpolated, held past the
-        ends); the idle chase where no loaded chase is recorded."""
+    def dram_latency_s(self, dram_bytes_per_s: float, write_share: float = 0.0,
+                       request_bytes: float = 128.0) -> float:
+        """DRAM latency at a given DRAM throughput: the chase under a read stream (128-byte requests,
+        moved towards the 512-byte chase for wider requests), plus what a copy stream adds as writes
+        make up to half the traffic (interpolated, held past the ends); the idle chase where no loaded
+        chase is recorded."""
         if not self.loaded_latency:
             return self.latency_dram_s.value if self.latency_dram_s else float("nan")
 
@@ -65,10 +68,13 @@ class Ceilings:
             x, y = zip(*curve, strict=True)
             return float(np.interp(dram_bytes_per_s, x, y))
 
-        read = at(self.loaded_latency)
+        narrow = at(self.loaded_latency)
+        read = narrow
+        if self.loaded_latency_wide and request_bytes > 128:
+            read += min((request_bytes - 128) / (512 - 128), 1.0) * (at(self.loaded_latency_wide) - narrow)
         if not self.loaded_latency_copy or write_share <= 0:
             return read
-        return read + min(write_share / 0.5, 1.0) * (at(self.loaded_latency_copy) - read)
+        return read + min(write_share / 0.5, 1.0) * (at(self.loaded_latency_copy) - narrow)
 
     def all(self) -> list[Ceiling]:
         return [c for c in self.__dict__.values() if isinstance(c, Ceiling)]
@@ -163,8 +169,8 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
         # a warp's coalesced 128-byte load where measured (what streaming kernels wait for), else one thread's
         lanes = 32 if shape.map(lambda x: x[0] == 32).any() else 1
 
-        def curve(copy: int) -> tuple[tuple[float, float], ...]:
-            sel = chased[shape.map(lambda x: x == (lanes, copy)) | (shape.map(lambda x: x == (lanes, 0))
+        def curve(copy: int, width: int = lanes) -> tuple[tuple[float, float], ...]:
+            sel = chased[shape.map(lambda x: x == (width, copy)) | (shape.map(lambda x: x == (width, 0))
                                                                     & (chased.params.str.contains('"blocks":0,')))]
             t = sel.pivot_table(index="params", columns="metric", values="value", aggfunc="median")
             if "cycles_per_load" not in t:
@@ -176,6 +182,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
         if (read := curve(0)):
             extra["loaded_latency"] = read
             extra["loaded_latency_copy"] = curve(1) if len(curve(1)) > 2 else ()
+            extra["loaded_latency_wide"] = curve(0, 128)
             extra["loaded_latency_source"] = (f"measured: probe.chase_loaded ({lanes} lanes) under read"
                                               + (" and copy" if extra["loaded_latency_copy"] else "")
                                               + f" streams up to {read[-1][0] / 1e12:.2f} TB/s")

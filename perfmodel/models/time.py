@@ -96,7 +96,8 @@ def latency_term(ceil: Ceilings, l1: L1Traffic, dram: DramEstimate, load_bytes: 
     for _ in range(6):
         rate = in_flight_bytes / latency_s
         moved_per_s = rate * moved / max(load_bytes, 1)
-        latency_s = ceil.dram_latency_s(min(moved_per_s, ceil.dram_bytes_per_s.value), write_share)
+        latency_s = ceil.dram_latency_s(min(moved_per_s, ceil.dram_bytes_per_s.value), write_share,
+                                        l1.load_bytes / l1.load_requests)
     rate = in_flight_bytes / latency_s
     return Term("latency", load_bytes / rate, load_bytes, rate,
                 f"Little's law: {in_flight_bytes / 2**20:.2f} MiB in flight / {latency_s * 1e9:.0f} ns "
