@@ -261,8 +261,8 @@ def transpose_study(dev, data, table, ceil, folder: Path) -> Page:
                       "only behind the other B - 1 resident blocks (max(load, work) + the shorter / (B - 1); "
                       "with B = 2 the blocks run in step and nothing hides; a form chosen among three on these "
                       "cases). The naive kernel is bound by L2 write requests: one per (store, line), 32 per "
-                      "warp store, at the rate probe.store_lines measures (~70 G/s when L2 holds the line, 42 G/s "
-                      "for the first write of a whole sector, 22 G/s for a sector written in part that must be "
+                      "warp store, at the rate probe.store_lines measures (73 G/s when L2 holds the line, 42 G/s "
+                      "for the first write of a whole sector, 23 G/s for a sector written in part that must be "
                       "read from DRAM first).")
     t = table[(table.study == "transpose") & (table.kind == "time")]
     page.figures.append(("transpose bars", figures.bars(
