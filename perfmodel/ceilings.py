@@ -80,6 +80,36 @@ class Ceilings:
         return [c for c in self.__dict__.values() if isinstance(c, Ceiling)]
 
 
+def _loaded_latency(data, dev: DeviceSpec) -> dict[str, object]:
+    """Ceilings fields from probe.chase_loaded: latency vs streamed bytes/s under a read stream (a
+    warp's 128-byte requests where measured, else one thread's), under a copy stream, and for
+    512-byte requests; each curve starts at the idle chase (0 streaming blocks)."""
+    chased = data[data.case == "probe.chase_loaded"]
+    if not len(chased):
+        return {}
+    shape = chased.params.map(lambda s: (json.loads(s).get("lanes", 1), json.loads(s).get("copy", 0)))
+    lanes = 32 if shape.map(lambda x: x[0] == 32).any() else 1
+    idle = chased.params.str.contains('"blocks":0,')
+
+    def curve(copy: int, width: int = lanes) -> tuple[tuple[float, float], ...]:
+        sel = chased[shape.map(lambda x: x == (width, copy)) | (shape.map(lambda x: x == (width, 0)) & idle)]
+        t = sel.pivot_table(index="params", columns="metric", values="value", aggfunc="median")
+        if "cycles_per_load" not in t:
+            return ()
+        rate = t.get("stream_bytes_per_s", t.cycles_per_load * 0).fillna(0.0)
+        return tuple(sorted((float(a), float(b)) for a, b in zip(rate, t.cycles_per_load / dev.sm_clock_hz,
+                                                                 strict=True)))
+
+    read, copy = curve(0), curve(1)
+    if not read:
+        return {}
+    copy = copy if len(copy) > 2 else ()
+    return {"loaded_latency": read, "loaded_latency_copy": copy, "loaded_latency_wide": curve(0, 128),
+            "loaded_latency_source": (f"measured: probe.chase_loaded ({lanes} lanes) under read"
+                                      + (" and copy" if copy else "")
+                                      + f" streams up to {read[-1][0] / 1e12:.2f} TB/s")}
+
+
 def _case_ids(df, case: str) -> list[str]:
     return sorted(set(df[df.case == case].case_id))
 
@@ -164,28 +194,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
                 extra[key] = Ceiling(what, m[0], "1/s", f"measured: {m[1]}")
         if (m := measured("probe.blocks", lambda c, p, t: p["blocks"] / t if p["blocks"] >= 1 << 18 else None)):
             extra["blocks_per_s"] = Ceiling("thread blocks launched and retired", m[0], "1/s", f"measured: {m[1]}")
-        chased = data[data.case == "probe.chase_loaded"]
-        shape = chased.params.map(lambda s: (json.loads(s).get("lanes", 1), json.loads(s).get("copy", 0)))
-        # a warp's coalesced 128-byte load where measured (what streaming kernels wait for), else one thread's
-        lanes = 32 if shape.map(lambda x: x[0] == 32).any() else 1
-
-        def curve(copy: int, width: int = lanes) -> tuple[tuple[float, float], ...]:
-            sel = chased[shape.map(lambda x: x == (width, copy)) | (shape.map(lambda x: x == (width, 0))
-                                                                    & (chased.params.str.contains('"blocks":0,')))]
-            t = sel.pivot_table(index="params", columns="metric", values="value", aggfunc="median")
-            if "cycles_per_load" not in t:
-                return ()
-            rate = t.get("stream_bytes_per_s", t.cycles_per_load * 0).fillna(0.0)
-            return tuple(sorted((float(a), float(b)) for a, b in zip(rate, t.cycles_per_load / dev.sm_clock_hz,
-                                                                     strict=True)))
-
-        if (read := curve(0)):
-            extra["loaded_latency"] = read
-            extra["loaded_latency_copy"] = curve(1) if len(curve(1)) > 2 else ()
-            extra["loaded_latency_wide"] = curve(0, 128)
-            extra["loaded_latency_source"] = (f"measured: probe.chase_loaded ({lanes} lanes) under read"
-                                              + (" and copy" if extra["loaded_latency_copy"] else "")
-                                              + f" streams up to {read[-1][0] / 1e12:.2f} TB/s")
+        extra.update(_loaded_latency(data, dev))
         lat = data[(data.metric == "cycles_per_load")]
         clock = dev.sm_clock_hz
         for key, case, lo, hi in (("latency_l1_s", "probe.chase_ca", 0, 64 << 10),
