@@ -147,5 +147,5 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         global_load_wavefronts=l1.global_load_wavefronts, global_store_wavefronts=l1.global_store_wavefronts,
         global_load_tag_wavefronts=l1.load_tag_wavefronts, global_store_tag_wavefronts=l1.store_tag_wavefronts,
         l2_read_requests=req.read,
-        l2_write_requests=req.write_hit + req.write_fill + req.write_rmw, breakdown=tuple(terms),
+        l2_write_requests=req.writes, breakdown=tuple(terms),
         notes=tuple(notes))

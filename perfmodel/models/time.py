@@ -47,7 +47,7 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_bytes: float, 
              ceil.fp32_flops_per_s.source),
     ]
     hit, fill, rmw = ceil.l2_write_requests_per_s, ceil.l2_write_fill_requests_per_s, ceil.l2_write_rmw_requests_per_s
-    n = req.read + req.write_hit + req.write_fill + req.write_rmw
+    n = req.read + req.writes
     if hit and fill and rmw and n:
         t = (req.read + req.write_hit) / hit.value + req.write_fill / fill.value + req.write_rmw / rmw.value
         terms.append(Term("l2_requests", t, n, n / t,

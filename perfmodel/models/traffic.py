@@ -69,25 +69,26 @@ def l1_traffic(accesses: list[Access], counts: list[AccessCount]) -> L1Traffic:
     return L1Traffic(**t)
 
 
-def block_unique_sectors(accesses: list[Access], launch: Launch, store: bool,
-                         samples: int = 2, row_budget: int = 1_000_000, granule: int = SECTOR) -> float:
-    """Mean distinct `granule`-byte chunks (default 32-byte sectors) one block touches (loads or
-    stores), over sampled blocks."""
+def block_unique_chunks(accesses: list[Access], launch: Launch, store: bool, granules: tuple[int, ...] = (SECTOR,),
+                        samples: int = 2, row_budget: int = 1_000_000) -> tuple[float, ...]:
+    """Mean distinct chunks of each size in `granules` (bytes) one block touches (loads or stores),
+    over sampled blocks; NaN each where a block's rows exceed the budget."""
     glob = [a for a in accesses if a.space == "global" and a.store == store and a.l1_cached]
     if not glob:
-        return 0.0
+        return tuple(0.0 for _ in granules)
+    array_id = {name: i for i, name in enumerate(dict.fromkeys(a.array or a.name for a in glob))}
     rng = np.random.default_rng(0)
     grid = launch.grid
     picks = [(0, 0, 0)] + [tuple(int(rng.integers(g)) for g in grid) for _ in range(samples - 1)]
     totals = []
     for bx, by, bz in picks:
-        keys = []
+        touched = []  # (array id, addresses, element width) of each access in this block
         for a in glob:
             bound = _Bound(a, launch)
             loops = [(lp, launch.loops[lp]) for lp in a.loops]
             n = math.prod(c for _, c in loops)
             if n * launch.warps_per_block > row_budget:
-                return float("nan")
+                return tuple(float("nan") for _ in granules)
             flat = np.arange(n)
             values = {}
             for name, count in reversed(loops):
@@ -96,12 +97,17 @@ def block_unique_sectors(accesses: list[Access], launch: Launch, store: bool,
             for v, b in zip(BLOCK_VARS, (bx, by, bz), strict=True):
                 values[v] = np.full(n, b)
             addr = bound.addresses(values).ravel()
-            addr = addr[addr >= 0]
-            if a.width > granule:  # every granule a wide element covers
-                addr = (addr[:, None] + np.arange(0, a.width, granule)).ravel()
-            keys.append((hash(a.array or a.name) % 1024) * (1 << 50) + addr // granule)
-        totals.append(len(np.unique(np.concatenate(keys))) if keys else 0)
-    return float(np.mean(totals))
+            touched.append((array_id[a.array or a.name], addr[addr >= 0], a.width))
+        per_granule = []
+        for granule in granules:
+            keys = []
+            for aid, addr, width in touched:
+                if width > granule:  # every granule a wide element covers
+                    addr = (addr[:, None] + np.arange(0, width, granule)).ravel()
+                keys.append(aid * (1 << 50) + addr // granule)
+            per_granule.append(len(np.unique(np.concatenate(keys))))
+        totals.append(per_granule)
+    return tuple(float(v) for v in np.mean(totals, axis=0))
 
 
 @dataclass(frozen=True)
@@ -139,6 +145,10 @@ class L2Requests:
     write_rmw: float  # first writes to sectors written only in part: DRAM read-modify-write
     merged: bool  # stores combined across the block's warps before L2
 
+    @property
+    def writes(self) -> float:
+        return self.write_hit + self.write_fill + self.write_rmw
+
 
 def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, partial: bool,
                 footprint_bytes: float, l2_bytes: int, has_loads: bool) -> L2Requests:
@@ -162,7 +172,6 @@ class Traffic:
     l2_write_bytes: int
     dram: DramEstimate
     requests: L2Requests
-    compulsory: tuple[int, int]
     notes: tuple[str, ...]
     rmw_read_bytes: int = 0  # DRAM reads L2 makes for sectors written in part (no warp waits for them)
 
@@ -174,17 +183,18 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     closed form, the distinct DRAM granules read), read-modify-writes for sectors written in part
     past L2's capacity, and the matmul reuse model."""
     notes = []
-    per_block = block_unique_sectors(accesses, launch, store=False)
+    gran = dev.arch.dram_granule_bytes
+    closed_form = compulsory != (0, 0)  # else: DRAM reads are the distinct granules the blocks read
+    per_block, *chunks = block_unique_chunks(accesses, launch, store=False,
+                                             granules=(SECTOR,) if closed_form else (SECTOR, gran))
     l2_read = int(per_block * launch.blocks * SECTOR) if not math.isnan(per_block) else l1.load_sectors * SECTOR
     l2_read = min(l2_read, l1.load_sectors * SECTOR) + l1.uncached_load_sectors * SECTOR
-    per_block_stores = block_unique_sectors(accesses, launch, store=True)
+    per_block_stores, words = block_unique_chunks(accesses, launch, store=True, granules=(SECTOR, 4))
     written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
     # sectors the kernel writes only in part: fewer distinct 4-byte words than 8 per sector (same sampled blocks)
-    partial = block_unique_sectors(accesses, launch, store=True, granule=4) < 8 * per_block_stores
-    if compulsory == (0, 0):  # no closed form: the distinct DRAM granules read, sectors written
-        gran = dev.arch.dram_granule_bytes
-        chunks = block_unique_sectors(accesses, launch, store=False, granule=gran)
-        reads = int(chunks * launch.blocks * gran) if not math.isnan(chunks) else l2_read
+    partial = words < 8 * per_block_stores
+    if not closed_form:
+        reads = int(chunks[0] * launch.blocks * gran) if not math.isnan(chunks[0]) else l2_read
         compulsory = (reads, l1.store_sectors * SECTOR)
     rmw = 0
     if partial and compulsory[1] > dev.l2_bytes:
@@ -201,4 +211,4 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     if req.merged:
         notes.append("stores of the block's warps combined per line in L1 (no global loads)")
         l2_write = l1.store_block_sectors * SECTOR
-    return Traffic(l2_read, l2_write, dram, req, compulsory, tuple(notes), rmw)
+    return Traffic(l2_read, l2_write, dram, req, tuple(notes), rmw)
