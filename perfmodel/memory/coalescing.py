@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .lanes import INACTIVE, as_rows, distinct_sorted, sorted_keys
+from .lanes import INACTIVE, as_rows, distinct_sorted, line_keys, sorted_keys
 
 SECTOR_BYTES = 32
 LINE_BYTES = 128
@@ -40,7 +40,7 @@ def tag_passes(sector_keys: np.ndarray) -> np.ndarray:
     do about 1 time in 4, as random banks would). So lines in a power-of-two-stride progression
     fill the banks evenly, ceil(n / 4) passes; any other set of n lines takes the expected
     fullest bank of n random throws."""
-    lines = np.where(sector_keys == INACTIVE, INACTIVE, sector_keys >> 2)
+    lines = line_keys(sector_keys)
     first = np.ones(lines.shape, dtype=bool)
     first[:, 1:] = lines[:, 1:] != lines[:, :-1]
     first &= lines != INACTIVE
@@ -100,7 +100,7 @@ def global_access(addresses: object, width: int, store: bool = False) -> GlobalA
     # an aligned access of <= 16 bytes never straddles a sector
     by_sector = sorted_keys(a >> 5, active)
     sectors = distinct_sorted(by_sector)
-    lines = distinct_sorted(np.where(by_sector == INACTIVE, INACTIVE, by_sector >> 2))
+    lines = distinct_sorted(line_keys(by_sector))
     n_active = np.count_nonzero(active, axis=1)
     return GlobalAccess(width_bytes=width, store=store, requests=int(np.count_nonzero(n_active)),
                         sectors=int(sectors.sum()), lines=int(lines.sum()),

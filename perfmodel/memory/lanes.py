@@ -45,3 +45,8 @@ def distinct_sorted(s: np.ndarray) -> np.ndarray:
     new = s[:, 1:] != s[:, :-1]
     new &= s[:, 1:] != INACTIVE
     return np.count_nonzero(new, axis=1) + (s[:, 0] != INACTIVE)
+
+
+def line_keys(sector_keys: np.ndarray) -> np.ndarray:
+    """Sorted 32-byte sector keys -> their 128-byte line keys, still sorted (INACTIVE kept)."""
+    return np.where(sector_keys == INACTIVE, INACTIVE, sector_keys >> 2)

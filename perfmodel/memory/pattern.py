@@ -20,7 +20,7 @@ from ..errors import AccessError
 from .banks import shared_access
 from .coalescing import global_access
 from .expr import Expr, substitute
-from .lanes import INACTIVE, WARP, distinct_sorted, sorted_keys
+from .lanes import WARP, distinct_sorted, line_keys, sorted_keys
 
 BLOCK_VARS = ("bx", "by", "bz")
 
@@ -235,8 +235,7 @@ def analyse(access: Access, launch: Launch, row_budget: int = 20_000,
         if access.space == "global" and access.store:
             blk = wide.reshape(len(wide), -1)
             by_sector = sorted_keys(blk >> 5, blk >= 0)
-            totals[7] += weight[start:start + chunk] @ distinct_sorted(
-                np.where(by_sector == INACTIVE, INACTIVE, by_sector >> 2))
+            totals[7] += weight[start:start + chunk] @ distinct_sorted(line_keys(by_sector))
             totals[8] += weight[start:start + chunk] @ distinct_sorted(by_sector)
         if access.space == "global":
             g = global_access(rows, access.width, access.store)
