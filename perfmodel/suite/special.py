@@ -22,6 +22,16 @@ def _row(study: str, name: str, params: dict, metric: str, unit: str, value: flo
                        float(value), source)
 
 
+def _chain(host: np.ndarray, slots: int, rng: np.random.Generator) -> None:
+    """Write into host[: slots * 32] one random cycle through `slots` 128-byte lines: each line's
+    first word holds the word index of the next line, every other word is 0."""
+    order = rng.permutation(slots)
+    nxt = np.empty(slots, dtype=np.int64)
+    nxt[order] = np.roll(order, -1)
+    host[: slots * (LINE // 4)] = 0
+    host[np.arange(slots) * (LINE // 4)] = (nxt * (LINE // 4)).astype(np.uint32)
+
+
 def chase(ops=("ca", "cg", "cv"), sizes=CHASE_SIZES, steps: int = 4096, seed: int = 1) -> list[Measurement]:
     """Cycles per dependent load over a random cyclic walk of one 128-byte line per slot."""
     rng = np.random.default_rng(seed)
@@ -40,11 +50,7 @@ def chase(ops=("ca", "cg", "cv"), sizes=CHASE_SIZES, steps: int = 4096, seed: in
         warm = slots if size <= 128 << 20 else 0
         for n_op, op in enumerate(ops):
             if n_op == 0 or not warm:  # a cold walk needs a fresh chain for each operator
-                order = rng.permutation(slots)
-                nxt = np.empty(slots, dtype=np.int64)
-                nxt[order] = np.roll(order, -1)  # one cycle through every slot
-                host[: size // 4] = 0
-                host[np.arange(slots) * (LINE // 4)] = (nxt * (LINE // 4)).astype(np.uint32)
+                _chain(host, slots, rng)
                 drv.memcpy_htod(dev_next, host[: size // 4])
             if not warm:
                 flush()  # the upload went through L2: evict it so the walk starts cold
@@ -149,18 +155,14 @@ LOADED_BLOCKS = (0, 132, 264, 396, 528, 660, 792, 924, 1056)
 def chase_loaded(stream_blocks=LOADED_BLOCKS, steps: int = 2048, n: int = 1 << 27, seed: int = 2,
                  chain_bytes: int = 1 << 30, lanes_list=(1, 32, 128), copies=(False, True)) -> list[Measurement]:
     """DRAM latency under load: one thread (or one warp loading a 128-byte line each step, or 512
-    bytes: `lanes` 128) chases a cold 1 GiB chain while `blocks` blocks of 256 threads stream scalar loads over 512 MiB
-    (probe.read's pattern) or copy it (probe.copy's: reads and writes); the stream's rate is timed
-    with events around the launch, the chase's cycles per load with clock64."""
+    bytes: `lanes` 128) chases a cold 1 GiB chain while `blocks` blocks of 256 threads stream
+    scalar loads over 512 MiB (probe.read's pattern) or copy it (probe.copy's: reads and writes);
+    the stream's rate is timed with events around the launch, the chase's cycles per load with clock64."""
     import pycuda.driver as drv
 
     rng = np.random.default_rng(seed)
-    slots = chain_bytes // LINE
-    order = rng.permutation(slots)
-    nxt = np.empty(slots, dtype=np.int64)
-    nxt[order] = np.roll(order, -1)
-    host = np.zeros(chain_bytes // 4, dtype=np.uint32)
-    host[np.arange(slots) * (LINE // 4)] = (nxt * (LINE // 4)).astype(np.uint32)
+    host = np.empty(chain_bytes // 4, dtype=np.uint32)
+    _chain(host, chain_bytes // LINE, rng)
     buf = gpu.Buffers()
     dev_next = buf.upload("next", host)
     del host

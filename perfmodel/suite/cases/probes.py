@@ -156,7 +156,7 @@ register(KernelCase(
                                cond=f"bx*bdx + tx < {p['n']}", array="out")],
     setup=_scatter_setup, compulsory_bytes=lambda p: (0, 4 * p["n"]), model="stream",
     description="4-byte stores, one per sector per warp, sectors completed by the block's 8 warps "
-                "(measured: the SM merges them into full sectors before L2; the model does not)"))
+                "(measured: L1 combines them into full lines before L2; bound by the block launch rate)"))
 
 
 def _store_lines_setup(p, rng) -> Setup:
