@@ -169,10 +169,11 @@ extern "C" __global__ void blocks_only(float* __restrict__ out) {
 // Loaded latency: the first `lanes` threads of block 0 (1, or 32: a coalesced 128-byte load per
 // step, or 128: one warp loading 512 bytes, 16 per lane) time `steps` dependent ld.global.cg loads through next[] (lane 0's value is the next line)
 // while the other blocks stream `passes` times over in[0..n) with one scalar load per thread per
-// step, as probe.read does (sums to out[], kept live), or copy it to copy[] when that is not null.
+// step, as probe.read does (sums to out[], kept live), or copy it to copy[] when that is not null;
+// with `vec`, 16-byte loads (4 in flight per thread when reading), to reach the DRAM ceiling.
 extern "C" __global__ void chase_loaded(const unsigned* __restrict__ next, int steps, unsigned long long* cycles,
                                         unsigned* sink, const float* __restrict__ in, size_t n, int passes,
-                                        float* __restrict__ out, int lanes, float* __restrict__ copy) {
+                                        float* __restrict__ out, int lanes, float* __restrict__ copy, int vec) {
     if (blockIdx.x == 0) {
         if (threadIdx.x >= (lanes == 128 ? 32 : lanes)) return;
         unsigned j = 0, v = 0, w1 = 0, w2 = 0, w3 = 0;
@@ -194,11 +195,30 @@ extern "C" __global__ void chase_loaded(const unsigned* __restrict__ next, int s
     }
     float acc = 0.f;
     size_t stride = (size_t)(gridDim.x - 1) * blockDim.x;
-    for (int p = 0; p < passes; ++p)
-        for (size_t i = (blockIdx.x - 1) * (size_t)blockDim.x + threadIdx.x; i < n; i += stride) {
-            if (copy) copy[i] = in[i];  // a copy stream: every load followed by a store
-            else acc += in[i];
+    size_t first = (blockIdx.x - 1) * (size_t)blockDim.x + threadIdx.x;
+    if (vec) {  // 16-byte loads: probe.copy's float4 copy, or read_f4's 4 loads in flight per thread
+        const float4* in4 = reinterpret_cast<const float4*>(in);
+        float4* copy4 = reinterpret_cast<float4*>(copy);
+        size_t n4 = n / 4;
+        for (int p = 0; p < passes; ++p) {
+            size_t i = first;
+            if (copy) {
+                for (; i < n4; i += stride) copy4[i] = in4[i];
+                continue;
+            }
+            for (; i + 3 * stride < n4; i += 4 * stride) {
+                float4 a = in4[i], b = in4[i + stride], c = in4[i + 2 * stride], d = in4[i + 3 * stride];
+                acc += sum_of(a) + sum_of(b) + sum_of(c) + sum_of(d);
+            }
+            for (; i < n4; i += stride) acc += sum_of(in4[i]);
         }
+    } else {
+        for (int p = 0; p < passes; ++p)
+            for (size_t i = first; i < n; i += stride) {
+                if (copy) copy[i] = in[i];  // a copy stream: every load followed by a store
+                else acc += in[i];
+            }
+    }
     out[(blockIdx.x - 1) * blockDim.x + threadIdx.x] = acc;
 }
 

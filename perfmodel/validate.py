@@ -41,6 +41,9 @@ STAGES = {"global_load_wavefronts", "global_load_tag_wavefronts", "global_store_
 EXACT = {"global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors",
          "smem_load_wavefronts", "smem_store_wavefronts"}
 SMALL_DRAM_BYTES = 1 << 20
+# ncu-writeback rows: the kernel's DRAM writes without ncu's cache control, and the write-backs of
+# the reading flush after it (perfmodel.suite.profile.WRITEBACK)
+WRITEBACK_METRICS = ("dram__bytes_write.sum", "dram__bytes_write_after.sum")
 LIMITS = {"warps": "launch__occupancy_limit_warps", "registers": "launch__occupancy_limit_registers",
           "shared_memory": "launch__occupancy_limit_shared_mem", "blocks": "launch__occupancy_limit_blocks"}
 
@@ -63,6 +66,8 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
     data = load(dev.key) if data is None else data
     ncu = data[data.source == "ncu"].pivot_table(index="case_id", columns="metric", values="value",
                                                   aggfunc="median")
+    wb = data[data.source == "ncu-writeback"].pivot_table(index="case_id", columns="metric", values="value",
+                                                           aggfunc="median")
     events = median_times(data)
     driver = data[(data.source == "driver") & (data.metric == "blocks_per_sm")].groupby("case_id").value.first()
     cases = data[data.case.isin(REGISTRY)].drop_duplicates("case_id")[["study", "case", "case_id", "params"]]
@@ -96,7 +101,8 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
                     elif field == "warp_instructions":
                         kind = "counter-issue"  # estimated from the SASS around the exact memory counts
                     elif field == "dram_write_bytes":
-                        kind = "counter-writeback"  # dirty lines may stay in L2 past the kernel's end
+                        # dirty lines may stay in L2 past the kernel's end: what ncu counts in the kernel
+                        kind, field = "counter-writeback", "dram_write_bytes_in_kernel"
                     add(field if scale == 1 else field.replace("_bytes", "_sectors"), unit, kind, p, m[metric])
             if pred.occupancy is not None:
                 occ = pred.occupancy
@@ -119,6 +125,14 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
             if pred.flops and all(f in m for f in flop_metrics) and c.case.startswith(("matmul", "probe.fma")):
                 add("flops", "FLOP", "counter", pred.flops, 2 * m[flop_metrics[0]] + m[flop_metrics[1]]
                     + m[flop_metrics[2]])
+        written = WRITEBACK_METRICS
+        if c.case_id in wb.index and all(k in wb.columns and not np.isnan(wb.loc[c.case_id, k]) for k in written):
+            # everything the kernel writes reaches DRAM: in the kernel, or when the next flush evicts it
+            m_all = sum(wb.loc[c.case_id, k] for k in written)
+            p = pred.dram_write_bytes
+            if p or m_all:
+                add("dram_write_bytes", "B", "counter-noise" if max(p, m_all) < SMALL_DRAM_BYTES else "counter",
+                    p, m_all)
         if c.case_id in driver.index and pred.occupancy is not None:
             add("blocks_per_sm", "block", "occupancy", pred.occupancy.blocks_per_sm, driver[c.case_id])
         if c.case_id in events.index:

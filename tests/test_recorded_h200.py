@@ -88,7 +88,7 @@ def test_matmul_dram_reuse_model_at_4096(comparison):
 
 def test_dram_writes_are_bounded_by_the_l2_residue(comparison):
     """ncu counts write-backs during the kernel; up to an L2's worth of dirty lines leaves later."""
-    t = comparison[comparison.metric == "dram_write_bytes"]
+    t = comparison[comparison.metric == "dram_write_bytes_in_kernel"]
     over = t[t.measured > 1.02 * t.predicted + (4 << 20)]  # + write-backs of earlier kernels' lines (<= 2.3 MiB seen)
     assert over.empty, describe(over)
     residue = t[t.predicted - t.measured > H200.l2_bytes]

@@ -15,7 +15,7 @@ import numpy as np
 from ..devices import DeviceSpec
 from ..measurements import Provenance, Recorder, git_commit, utc_now
 from . import gpu, profile, special
-from .plan import load_plan, plan_detail
+from .plan import load_plan, plan_flag
 from .runner import measure, progress
 
 
@@ -84,19 +84,21 @@ def run(plan: str, out: Path, *, ncu: bool = True, extras: bool | tuple[str, ...
 
 def profile_all(plan: str, out: Path, prov: Provenance, budget_s: float) -> None:
     t0 = time.time()
-    wanted = profile.METRICS + (profile.DETAIL_METRICS if plan_detail(plan) else [])
+    wanted = profile.METRICS + (profile.DETAIL_METRICS if plan_flag(plan, "ncu_detail") else [])
     metrics = profile.available_metrics(wanted)
     print(f"ncu: {len(metrics)} of {len(wanted)} metrics known", flush=True)
     rec = Recorder(out / "ncu.csv", prov)
     work = out / "ncu_raw"
-    for study in profile.planned_studies(plan):
+    studies = [] if plan_flag(plan, "ncu_writeback_only") else profile.planned_studies(plan)
+    for study in [*studies, profile.WRITEBACK]:
         left = budget_s - (time.time() - t0)
         if left < 20:
             print(f"ncu: no time left for {study}", flush=True)
             continue
         t1 = time.time()
         try:
-            raw = profile.run_ncu(plan, study, work, metrics, timeout_s=int(left))
+            wanted = profile.WRITEBACK_METRICS if study == profile.WRITEBACK else metrics
+            raw = profile.run_ncu(plan, study, work, wanted, timeout_s=int(left))
         except subprocess.TimeoutExpired:
             print(f"ncu: {study} timed out; keeping what was written", flush=True)
             raw = work / f"ncu_{study}.csv"

@@ -50,9 +50,10 @@ def _read(path: str | Path) -> dict:
         raise PerfModelError(f"cannot read plan {path}: {exc}") from exc
 
 
-def plan_detail(path: str | Path) -> bool:
-    """A plan's top-level `ncu_detail = true` asks for the detail counters too."""
-    return bool(_read(path).get("ncu_detail", False))
+def plan_flag(path: str | Path, key: str) -> bool:
+    """A plan's top-level switch: `ncu_detail = true` asks for the detail counters too,
+    `ncu_writeback_only = true` for the write-back pass alone (perfmodel.suite.profile.WRITEBACK)."""
+    return bool(_read(path).get(key, False))
 
 
 def load_plan(path: str | Path) -> list[PlannedCase]:

@@ -65,12 +65,20 @@ DETAIL_METRICS = [
 ]
 
 
+# DRAM writes a kernel causes, dirty lines left in L2 included: profiled without ncu's cache control,
+# the kernel between two reading L2 flushes; the second flush's write-backs are the kernel's residue
+WRITEBACK_METRICS = ["dram__bytes_write.sum", "dram__bytes_read.sum"]
+WRITEBACK = "writeback"  # the worker's `select` for that mode (all planned ncu cases)
+
+
 def worker(plan: str, select: str, manifest: str) -> None:
     from . import gpu
     from .registry import get
     from .runner import Bound
 
-    cases = [pc for pc in load_plan(plan) if pc.ncu and get(pc.name).study == select]
+    writeback = select == WRITEBACK
+    cases = [pc for pc in load_plan(plan) if pc.ncu and (writeback or get(pc.name).study == select)]
+    flush = gpu.L2Flusher(gpu.device_properties()["l2CacheSize"], mode="read") if writeback else None
     rng = np.random.default_rng(7)
     done = []
     for pc in cases:
@@ -78,7 +86,11 @@ def worker(plan: str, select: str, manifest: str) -> None:
             bound = Bound.make(pc.name, pc.params)
             setup = bound.case.setup(pc.params, rng)
             bufs, args = bound.upload(setup)
+            if flush:
+                flush()
             bound.runner(args)()
+            if flush:
+                flush()
             gpu.synchronize()
             bufs.free()
             done.append({"case": pc.name, "case_id": pc.case_id, "params": pc.params,
@@ -103,10 +115,12 @@ def available_metrics(metrics: list[str]) -> list[str]:
 
 
 def run_ncu(plan: str, select: str, workdir: Path, metrics: list[str], timeout_s: int = 900) -> Path:
-    """Profile one study's planned cases; returns the raw CSV path (manifest beside it)."""
+    """Profile one study's planned cases (or all, after and before a reading flush, for
+    `select` WRITEBACK); returns the raw CSV path (manifest beside it)."""
     workdir.mkdir(parents=True, exist_ok=True)
     raw, manifest = workdir / f"ncu_{select}.csv", workdir / f"manifest_{select}.json"
-    cmd = ["ncu", "--clock-control", "none", "--csv", "--page", "raw", "--print-units", "base",
+    cache = ["--cache-control", "none"] if select == WRITEBACK else []
+    cmd = ["ncu", "--clock-control", "none", *cache, "--csv", "--page", "raw", "--print-units", "base",
            "--metrics", ",".join(metrics), "--log-file", str(raw),
            sys.executable, "-m", "perfmodel.suite.profile", "worker", plan, select, str(manifest)]
     subprocess.run(cmd, timeout=timeout_s, check=False)
@@ -128,20 +142,28 @@ def parse(raw: Path, manifest: Path) -> list[Measurement]:
     df = pd.read_csv(StringIO("\n".join(lines[start:])))
     df = df[pd.to_numeric(df["ID"], errors="coerce").notna()].reset_index(drop=True)
     launched = [m for m in json.loads(manifest.read_text()) if "failed" not in m]
+    writeback = manifest.name == f"manifest_{WRITEBACK}.json"
+    if writeback:  # flush, kernel, flush per case: the kernel's row, then the second flush's
+        launched = [dict(m, after=a) for m in launched for a in (None, False, True)]
     rows: list[Measurement] = []
     for (_, rec), info in zip(df.iterrows(), launched, strict=False):
         name = str(rec.get("Kernel Name", ""))
-        if not name.startswith(info["kernel"]):
-            print(f"ncu parse: launch order mismatch ({name} vs {info['kernel']}); stopping", file=sys.stderr)
+        expect = "read_f4" if writeback and info["after"] is not False else info["kernel"]
+        if not name.startswith(expect):
+            print(f"ncu parse: launch order mismatch ({name} vs {expect}); stopping", file=sys.stderr)
             break
+        if writeback and info["after"] is None:
+            continue
         for metric in df.columns:
             if metric not in METRICS and metric not in DETAIL_METRICS:
                 continue
             value = pd.to_numeric(str(rec[metric]).replace(",", ""), errors="coerce")
             if pd.isna(value):
                 continue
+            if writeback and info["after"]:
+                metric = metric.replace(".sum", "_after.sum")  # the second flush's: the kernel's residue
             rows.append(Measurement(info["study"], info["case"], info["case_id"], params_json(info["params"]),
-                                    metric, "", "value", float(value), "ncu"))
+                                    metric, "", "value", float(value), "ncu-writeback" if writeback else "ncu"))
     return rows
 
 

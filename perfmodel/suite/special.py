@@ -42,7 +42,7 @@ def chase(ops=("ca", "cg", "cv"), sizes=CHASE_SIZES, steps: int = 4096, seed: in
     cycles = buf.empty("cycles", (1,), np.uint64)
     sink = buf.empty("sink", (1,), np.uint32)
     rows = []
-    flush = gpu.L2Flusher(128 << 20)
+    flush = gpu.L2Flusher(128 << 20, mode="read")
     import pycuda.driver as drv
 
     for size in sizes:
@@ -153,11 +153,14 @@ LOADED_BLOCKS = (0, 132, 264, 396, 528, 660, 792, 924, 1056)
 
 
 def chase_loaded(stream_blocks=LOADED_BLOCKS, steps: int = 2048, n: int = 1 << 27, seed: int = 2,
-                 chain_bytes: int = 1 << 30, lanes_list=(1, 32, 128), copies=(False, True)) -> list[Measurement]:
+                 chain_bytes: int = 1 << 30, lanes_list=(1, 32, 128), copies=(False, True),
+                 vecs=(0, 1)) -> list[Measurement]:
     """DRAM latency under load: one thread (or one warp loading a 128-byte line each step, or 512
     bytes: `lanes` 128) chases a cold 1 GiB chain while `blocks` blocks of 256 threads stream
     scalar loads over 512 MiB (probe.read's pattern) or copy it (probe.copy's: reads and writes);
-    the stream's rate is timed with events around the launch, the chase's cycles per load with clock64."""
+    `vec` 1 streams 16-byte loads (read_f4's 4 in flight per thread, copy_f4), which reach the DRAM
+    ceiling the scalar stream does not. The stream's rate is timed with events around the launch,
+    the chase's cycles per load with clock64."""
     import pycuda.driver as drv
 
     rng = np.random.default_rng(seed)
@@ -171,32 +174,35 @@ def chase_loaded(stream_blocks=LOADED_BLOCKS, steps: int = 2048, n: int = 1 << 2
     data = buf.upload("in", rng.uniform(-1, 1, n).astype(np.float32))
     out = buf.empty("out", (max(stream_blocks) * 256 + 256,), np.float32)
     dst = buf.empty("copy", (n,), np.float32) if any(copies) else None
-    flush = gpu.L2Flusher(128 << 20)
+    flush = gpu.L2Flusher(128 << 20, mode="read")
     k = gpu.kernel("probes.cu", "chase_loaded")
     rows = []
-    runs = [(la, c, b) for c in copies for la in (lanes_list if not c else (32,)) for b in stream_blocks
-            if b or not c]
-    for lanes, copy, blocks in runs:
-        # the stream must outlast the chase (~steps x 700 ns): passes scale with the grid
-        passes = max(1, round(blocks / 1056 * 12)) if blocks else 0
+    runs = [(la, c, v, b) for v in vecs for c in copies
+            for la in (lanes_list if not c else (32,)) if la > 1 or not v
+            for b in stream_blocks if b or not (c or v)]
+    for lanes, copy, vec, blocks in runs:
+        # the stream must outlast the chase (~steps x 700 ns, up to ~1.4 us under a full stream):
+        # passes scale with the grid, and with the 16-byte stream's higher rate
+        passes = max(1, round(blocks / 1056 * (40 if vec else 12))) if blocks else 0
         start, end = drv.Event(), drv.Event()
         flush()
         start.record()
         gpu.launch(k, (blocks + 1, 1, 1), (256, 1, 1),
                    [dev_next, np.int32(steps), cycles, sink, data, np.uint64(n), np.int32(passes), out,
-                    np.int32(lanes), dst if copy else np.uintp(0)])
+                    np.int32(lanes), dst if copy else np.uintp(0), np.int32(vec)])
         end.record()
         end.synchronize()
         t = end.time_since(start) * 1e-3
         c = float(buf.download("cycles")[0]) / steps
         params = {"blocks": blocks, "n": n, "passes": passes, **({"lanes": lanes} if lanes != 1 else {}),
-                  **({"copy": 1} if copy else {})}
+                  **({"copy": 1} if copy else {}), **({"vec": 1} if vec else {})}
         moved = 4 * n * passes * (2 if copy else 1)
         rows.append(_row("latency", "probe.chase_loaded", params, "cycles_per_load", "cycle", c, "clock64"))
         if blocks:
             rows.append(_row("latency", "probe.chase_loaded", params, "stream_bytes_per_s", "B/s",
                              moved / t, "events"))
-        print(f"  loaded chase, {lanes:>2} lanes, {blocks:>4} {'copying' if copy else 'reading'} blocks: "
+        print(f"  loaded chase, {lanes:>3} lanes, {blocks:>4} {'copying' if copy else 'reading'} "
+              f"{'16-byte' if vec else 'scalar'} blocks: "
               f"{c:7.1f} cycles/load, {moved / t / 1e12 if blocks else 0:.2f} TB/s moved", flush=True)
     buf.free()
     return rows
