@@ -41,6 +41,7 @@ class Ceilings:
     l2_write_rmw_requests_per_s: Ceiling | None = None  # ... that miss with sectors written in part
     blocks_per_s: Ceiling | None = None  # thread blocks launched and retired
     # DRAM latency while other blocks stream reads (and copy): ((bytes moved/s, latency s), ...)
+    # in the order measured: scalar streams, then 16-byte streams
     loaded_latency: tuple[tuple[float, float], ...] = ()
     loaded_latency_copy: tuple[tuple[float, float], ...] = ()
     loaded_latency_wide: tuple[tuple[float, float], ...] = ()  # a warp's 512-byte requests (16 B per lane)
@@ -55,18 +56,23 @@ class Ceilings:
         read = self.dram_read_bytes_per_s.value
         return read_bytes / read + write_bytes * (2 / copy - 1 / read)
 
-    def dram_latency_s(self, dram_bytes_per_s: float, write_share: float = 0.0,
+    def dram_latency_s(self, in_flight_bytes: float, write_share: float = 0.0,
                        request_bytes: float = 128.0) -> float:
-        """DRAM latency at a given DRAM throughput: the chase under a read stream (128-byte requests,
-        moved towards the 512-byte chase for wider requests), plus what a copy stream adds as writes
-        make up to half the traffic (interpolated, held past the ends); the idle chase where no loaded
-        chase is recorded."""
+        """DRAM latency seen with `in_flight_bytes` of loads outstanding: the loaded chase's latency
+        under the stream whose own loads in flight (its read rate x latency, Little's law) match -
+        under a read stream (128-byte requests, moved towards the 512-byte chase for wider
+        requests), plus what a copy stream adds per byte the kernel writes for each it reads. Past the
+        heaviest stream DRAM is saturated: latency grows as in flight / its rate. The idle chase
+        where no loaded chase is recorded."""
         if not self.loaded_latency:
             return self.latency_dram_s.value if self.latency_dram_s else float("nan")
 
-        def at(curve: tuple[tuple[float, float], ...]) -> float:
-            x, y = zip(*curve, strict=True)
-            return float(np.interp(dram_bytes_per_s, x, y))
+        def at(curve: tuple[tuple[float, float], ...], read_share: float = 1.0) -> float:
+            pts = sorted((rate * lat * read_share, lat) for rate, lat in curve)
+            n, lat = zip(*pts, strict=True)
+            if in_flight_bytes > n[-1]:
+                return lat[-1] * in_flight_bytes / n[-1]
+            return float(np.interp(in_flight_bytes, n, lat))
 
         narrow = at(self.loaded_latency)
         read = narrow
@@ -74,7 +80,9 @@ class Ceilings:
             read += min((request_bytes - 128) / (512 - 128), 1.0) * (at(self.loaded_latency_wide) - narrow)
         if not self.loaded_latency_copy or write_share <= 0:
             return read
-        return read + min(write_share / 0.5, 1.0) * (at(self.loaded_latency_copy) - narrow)
+        # the copy stream writes a byte per byte it reads: weigh it by the kernel's writes per read
+        writes_per_read = write_share / (1 - write_share) if write_share < 0.5 else 1.0
+        return read + writes_per_read * (at(self.loaded_latency_copy, 0.5) - narrow)
 
     def all(self) -> list[Ceiling]:
         return [c for c in self.__dict__.values() if isinstance(c, Ceiling)]

@@ -12,6 +12,7 @@ import numpy as np
 from .ceilings import ceilings
 from .devices import device as lookup
 from .measurements import load, median_times
+from .suite.gpu import FLUSH_SINK_BYTES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -66,8 +67,9 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
     data = load(dev.key) if data is None else data
     ncu = data[data.source == "ncu"].pivot_table(index="case_id", columns="metric", values="value",
                                                   aggfunc="median")
-    wb = data[data.source == "ncu-writeback"].pivot_table(index="case_id", columns="metric", values="value",
-                                                           aggfunc="median")
+    # the newest write-back run of each case (the method improved between runs: PRE_FLUSHES)
+    wb = data[data.source == "ncu-writeback"].sort_values("run_id").pivot_table(
+        index="case_id", columns="metric", values="value", aggfunc="last")
     events = median_times(data)
     driver = data[(data.source == "driver") & (data.metric == "blocks_per_sm")].groupby("case_id").value.first()
     cases = data[data.case.isin(REGISTRY)].drop_duplicates("case_id")[["study", "case", "case_id", "params"]]
@@ -125,10 +127,11 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
             if pred.flops and all(f in m for f in flop_metrics) and c.case.startswith(("matmul", "probe.fma")):
                 add("flops", "FLOP", "counter", pred.flops, 2 * m[flop_metrics[0]] + m[flop_metrics[1]]
                     + m[flop_metrics[2]])
-        written = WRITEBACK_METRICS
-        if c.case_id in wb.index and all(k in wb.columns and not np.isnan(wb.loc[c.case_id, k]) for k in written):
-            # everything the kernel writes reaches DRAM: in the kernel, or when the next flush evicts it
-            m_all = sum(wb.loc[c.case_id, k] for k in written)
+        if c.case_id in wb.index and all(k in wb.columns and not np.isnan(wb.loc[c.case_id, k])
+                                         for k in WRITEBACK_METRICS):
+            # everything the kernel writes reaches DRAM: in the kernel, or when the next flush evicts
+            # it - as does the sink the flush before the kernel wrote
+            m_all = sum(wb.loc[c.case_id, k] for k in WRITEBACK_METRICS) - FLUSH_SINK_BYTES
             p = pred.dram_write_bytes
             if p or m_all:
                 add("dram_write_bytes", "B", "counter-noise" if max(p, m_all) < SMALL_DRAM_BYTES else "counter",

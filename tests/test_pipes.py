@@ -57,10 +57,12 @@ def test_l2_requests_hits_fills_and_read_modify_writes():
     assert merged.merged and merged.write_hit == 128
 
 
-def test_loaded_latency_interpolates_and_holds_at_the_ends():
+def test_loaded_latency_by_bytes_in_flight_and_saturates_past_the_heaviest_stream():
     c = Ceiling("x", 1.0, "B/s", "test")
+    # streams at 1 and 2 TB/s saw 400 and 500 ns: 0.4 and 1.0 MB of their loads in flight
     ceil = Ceilings(c, c, c, c, c, latency_dram_s=Ceiling("lat", 300e-9, "s", "test"),
-                    loaded_latency=((0.0, 350e-9), (2e12, 390e-9)))
-    assert ceil.dram_latency_s(1e12) == pytest.approx(370e-9)
-    assert ceil.dram_latency_s(4e12) == pytest.approx(390e-9)
-    assert Ceilings(c, c, c, c, c, latency_dram_s=Ceiling("lat", 300e-9, "s", "t")).dram_latency_s(1e12) == 300e-9
+                    loaded_latency=((0.0, 350e-9), (1e12, 400e-9), (2e12, 500e-9)))
+    assert ceil.dram_latency_s(0.0) == pytest.approx(350e-9)
+    assert ceil.dram_latency_s(0.7e6) == pytest.approx(450e-9)
+    assert ceil.dram_latency_s(2.0e6) == pytest.approx(1000e-9)  # saturated: 2 MB / 2 TB/s
+    assert Ceilings(c, c, c, c, c, latency_dram_s=Ceiling("lat", 300e-9, "s", "t")).dram_latency_s(1e6) == 300e-9

@@ -86,24 +86,14 @@ def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float) 
 def latency_term(ceil: Ceilings, l1: L1Traffic, dram: DramEstimate, load_bytes: float,
                  in_flight_bytes: float) -> Term | None:
     """Little's law: the DRAM bytes warps load (`load_bytes`) at bytes in flight / DRAM latency, the
-    latency taken at the DRAM throughput it allows and the kernel's share of writes (measured under
-    read and copy streams by probe.chase_loaded; the idle chase where that is missing)."""
+    latency that of the loaded chase under a stream with as many bytes in flight and the kernel's
+    share of writes (probe.chase_loaded; the idle chase where that is missing)."""
     if not ceil.latency_dram_s or not l1.load_requests or not in_flight_bytes:
         return None
     moved = dram.read_bytes + dram.write_bytes
     write_share = dram.write_bytes / moved if moved else 0.0
-
-    def latency_at(rate: float) -> float:  # the load's rate -> DRAM throughput -> latency there
-        moved_per_s = min(rate * moved / max(load_bytes, 1), ceil.dram_bytes_per_s.value)
-        return ceil.dram_latency_s(moved_per_s, write_share, l1.load_bytes / l1.load_requests)
-
-    # the rate where in flight / latency(rate) = rate: latency grows with the rate, so bisect
-    lo, hi = 0.0, in_flight_bytes / latency_at(0.0)
-    for _ in range(50):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if in_flight_bytes / latency_at(mid) > mid else (lo, mid)
-    rate = lo
-    latency_s = in_flight_bytes / rate
+    latency_s = ceil.dram_latency_s(in_flight_bytes, write_share, l1.load_bytes / l1.load_requests)
+    rate = in_flight_bytes / latency_s
     return Term("latency", load_bytes / rate, load_bytes, rate,
                 f"Little's law: {in_flight_bytes / 2**20:.2f} MiB in flight / {latency_s * 1e9:.0f} ns "
                 f"(DRAM latency under this load: {ceil.loaded_latency_source or 'idle chase'})")

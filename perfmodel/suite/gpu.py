@@ -16,6 +16,8 @@ from ..errors import GpuUnavailableError
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 POISON_BITS = 0x7FC00000  # a quiet NaN: any output left unwritten stays NaN
+FLUSH_GRID = (1056, 256)  # the reading L2 flush: read_f4's blocks x threads, each writing one float
+FLUSH_SINK_BYTES = FLUSH_GRID[0] * FLUSH_GRID[1] * 4  # what a reading flush leaves dirty in L2
 
 
 def _driver() -> Any:
@@ -188,14 +190,15 @@ class L2Flusher:
         self.buf = _driver().mem_alloc(self.words * 4)
         _driver().memset_d32(self.buf, 0, self.words)
         if mode == "read":
-            self.sink = _driver().mem_alloc(1056 * 256 * 4)
+            self.sink = _driver().mem_alloc(FLUSH_SINK_BYTES)
             self.kernel = kernel("probes.cu", "read_f4")
 
     def __call__(self) -> None:
         if self.mode == "write":
             _driver().memset_d32(self.buf, 0, self.words)
         else:
-            launch(self.kernel, (1056, 1, 1), (256, 1, 1), [self.buf, self.sink, np.uint64(self.words // 4)])
+            launch(self.kernel, (FLUSH_GRID[0], 1, 1), (FLUSH_GRID[1], 1, 1),
+                   [self.buf, self.sink, np.uint64(self.words // 4)])
 
 
 def time_launches(run: Any, reps: int, warmup: int = 2, before: Any = None,

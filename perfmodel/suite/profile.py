@@ -69,6 +69,7 @@ DETAIL_METRICS = [
 # the kernel between two reading L2 flushes; the second flush's write-backs are the kernel's residue
 WRITEBACK_METRICS = ["dram__bytes_write.sum", "dram__bytes_read.sum"]
 WRITEBACK = "writeback"  # the worker's `select` for that mode (all planned ncu cases)
+PRE_FLUSHES = 2  # a single 2 x L2 read left up to ~0.8 MB of the setup's dirty lines (inputs, poisoned outputs)
 
 
 def worker(plan: str, select: str, manifest: str) -> None:
@@ -86,7 +87,7 @@ def worker(plan: str, select: str, manifest: str) -> None:
             bound = Bound.make(pc.name, pc.params)
             setup = bound.case.setup(pc.params, rng)
             bufs, args = bound.upload(setup)
-            if flush:
+            for _ in range(PRE_FLUSHES if flush else 0):
                 flush()
             bound.runner(args)()
             if flush:
@@ -143,8 +144,8 @@ def parse(raw: Path, manifest: Path) -> list[Measurement]:
     df = df[pd.to_numeric(df["ID"], errors="coerce").notna()].reset_index(drop=True)
     launched = [m for m in json.loads(manifest.read_text()) if "failed" not in m]
     writeback = manifest.name == f"manifest_{WRITEBACK}.json"
-    if writeback:  # flush, kernel, flush per case: the kernel's row, then the second flush's
-        launched = [dict(m, after=a) for m in launched for a in (None, False, True)]
+    if writeback:  # flushes, kernel, flush per case: the kernel's row, then the last flush's
+        launched = [dict(m, after=a) for m in launched for a in (*[None] * PRE_FLUSHES, False, True)]
     rows: list[Measurement] = []
     for (_, rec), info in zip(df.iterrows(), launched, strict=False):
         name = str(rec.get("Kernel Name", ""))
