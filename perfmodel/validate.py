@@ -17,24 +17,33 @@ from .suite.gpu import FLUSH_SINK_BYTES
 if TYPE_CHECKING:
     import pandas as pd
 
-# Prediction field -> (ncu metric, unit, scale applied to the prediction)
+# compared row -> (Prediction field, ncu metric, unit, scale applied to the prediction)
 COUNTERS = {
-    "global_load_requests": ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "request", 1),
-    "global_load_sectors": ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "sector", 1),
-    "global_store_requests": ("l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "request", 1),
-    "global_store_sectors": ("l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "sector", 1),
-    "smem_load_wavefronts": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum", "wavefront", 1),
-    "smem_store_wavefronts": ("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "wavefront", 1),
-    "l2_read_bytes": ("lts__t_sectors_srcunit_tex_op_read.sum", "sector", 1 / 32),
-    "l2_write_bytes": ("lts__t_sectors_srcunit_tex_op_write.sum", "sector", 1 / 32),
-    "dram_read_bytes": ("dram__bytes_read.sum", "B", 1),
-    "dram_write_bytes": ("dram__bytes_write.sum", "B", 1),
-    "warp_instructions": ("smsp__inst_executed.sum", "instruction", 1),
-    "global_load_wavefronts": ("l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum", "wavefront", 1),
-    "global_load_tag_wavefronts": ("l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld.sum", "wavefront", 1),
-    "global_store_tag_wavefronts": ("l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_st.sum", "wavefront", 1),
-    "l2_read_requests": ("lts__t_requests_srcunit_tex_op_read.sum", "request", 1),
-    "l2_write_requests": ("lts__t_requests_srcunit_tex_op_write.sum", "request", 1),
+    "global_load_requests": ("global_load_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "request", 1),
+    "global_load_sectors": ("global_load_sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "sector", 1),
+    "global_store_requests": ("global_store_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "request", 1),
+    "global_store_sectors": ("global_store_sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "sector", 1),
+    "smem_load_wavefronts": ("smem_load_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                             "wavefront", 1),
+    "smem_store_wavefronts": ("smem_store_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+                              "wavefront", 1),
+    # the sectors the SMs' L1s request from L2 (what crosses the crossbar) ...
+    "l2_requested_read_sectors": ("l2_read_bytes", "l1tex__m_xbar2l1tex_read_sectors.sum", "sector", 1 / 32),
+    # ... and what the L2 slices count: fewer where SMs ask for the same sector at once (merged)
+    "l2_read_sectors": ("l2_read_bytes", "lts__t_sectors_srcunit_tex_op_read.sum", "sector", 1 / 32),
+    "l2_write_sectors": ("l2_write_bytes", "lts__t_sectors_srcunit_tex_op_write.sum", "sector", 1 / 32),
+    "dram_read_bytes": ("dram_read_bytes", "dram__bytes_read.sum", "B", 1),
+    # dirty lines may stay in L2 past the kernel's end: what ncu counts in the kernel
+    "dram_write_bytes_in_kernel": ("dram_write_bytes", "dram__bytes_write.sum", "B", 1),
+    "warp_instructions": ("warp_instructions", "smsp__inst_executed.sum", "instruction", 1),
+    "global_load_wavefronts": ("global_load_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum",
+                               "wavefront", 1),
+    "global_load_tag_wavefronts": ("global_load_tag_wavefronts",
+                                   "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld.sum", "wavefront", 1),
+    "global_store_tag_wavefronts": ("global_store_tag_wavefronts",
+                                    "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_st.sum", "wavefront", 1),
+    "l2_read_requests": ("l2_read_requests", "lts__t_requests_srcunit_tex_op_read.sum", "request", 1),
+    "l2_write_requests": ("l2_write_requests", "lts__t_requests_srcunit_tex_op_write.sum", "request", 1),
 }
 # (the data stage's write wavefronts, ..._cmd_write, also count L1 fills: no store-only counter to compare)
 STAGES = {"global_load_wavefronts", "global_load_tag_wavefronts", "global_store_tag_wavefronts",
@@ -90,22 +99,23 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
 
         if c.case_id in ncu.index:
             m = ncu.loc[c.case_id]
-            for field, (metric, unit, scale) in COUNTERS.items():
+            for row, (field, metric, unit, scale) in COUNTERS.items():
                 if metric in m and not np.isnan(m[metric]):
                     p = getattr(pred, field) * scale
                     if p == 0 and m[metric] == 0:
                         continue
-                    kind = "counter-l1" if field in EXACT else "counter"
-                    if field.startswith("dram") and max(p, m[metric]) < SMALL_DRAM_BYTES:
+                    kind = "counter-l1" if row in EXACT else "counter"
+                    if row.startswith("dram") and max(p, m[metric]) < SMALL_DRAM_BYTES:
                         kind = "counter-noise"  # code and constant fetches of a tiny kernel
-                    elif field in STAGES:
+                    elif row in STAGES:
                         kind = "counter-stage"  # L1 data-stage wavefronts and L2 requests: the time model's work
-                    elif field == "warp_instructions":
+                    elif row == "warp_instructions":
                         kind = "counter-issue"  # estimated from the SASS around the exact memory counts
-                    elif field == "dram_write_bytes":
-                        # dirty lines may stay in L2 past the kernel's end: what ncu counts in the kernel
-                        kind, field = "counter-writeback", "dram_write_bytes_in_kernel"
-                    add(field if scale == 1 else field.replace("_bytes", "_sectors"), unit, kind, p, m[metric])
+                    elif row == "dram_write_bytes_in_kernel":
+                        kind = "counter-writeback"
+                    elif row == "l2_read_sectors":
+                        kind = "counter-merged"  # the L2 slices merge SMs' simultaneous requests for a sector
+                    add(row, unit, kind, p, m[metric])
             if pred.occupancy is not None:
                 occ = pred.occupancy
                 if "sm__maximum_warps_per_active_cycle_pct" in m:

@@ -1,7 +1,8 @@
 """Traffic at each level, derived from a case's access descriptions.
 
 L1 (requests, sectors, data-stage wavefronts, tag passes): exact counts from perfmodel.memory.
-L2 reads: the distinct sectors each block loads (L1 reuse inside a block, none across blocks).
+L2 reads: the distinct sectors each block loads (L1 reuse inside a block, none across blocks),
+block-invariant addresses once per SM.
 L2 requests: one per (warp request, line), stores of load-free kernels combined per block and line;
 past L2's capacity, first writes are sector fills or read-modify-writes (`l2_requests`).
 DRAM: each array once while the kernel's footprint fits in L2; past that, per-family reuse
@@ -69,11 +70,19 @@ def l1_traffic(accesses: list[Access], counts: list[AccessCount]) -> L1Traffic:
     return L1Traffic(**t)
 
 
+def block_invariant(access: Access, launch: Launch) -> bool:
+    """Every block computes the same addresses (no block index in the index or predicate)."""
+    return not _Bound(access, launch).names & set(BLOCK_VARS)
+
+
 def block_unique_chunks(accesses: list[Access], launch: Launch, store: bool, granules: tuple[int, ...] = (SECTOR,),
-                        samples: int = 2, row_budget: int = 1_000_000) -> tuple[float, ...]:
+                        samples: int = 2, row_budget: int = 1_000_000,
+                        invariant: bool | None = None) -> tuple[float, ...]:
     """Mean distinct chunks of each size in `granules` (bytes) one block touches (loads or stores),
-    over sampled blocks; NaN each where a block's rows exceed the budget."""
-    glob = [a for a in accesses if a.space == "global" and a.store == store and a.l1_cached]
+    over sampled blocks, of the accesses that are block-invariant or not (`invariant`; None: all);
+    NaN each where a block's rows exceed the budget."""
+    glob = [a for a in accesses if a.space == "global" and a.store == store and a.l1_cached
+            and (invariant is None or block_invariant(a, launch) == invariant)]
     if not glob:
         return tuple(0.0 for _ in granules)
     array_id = {name: i for i, name in enumerate(dict.fromkeys(a.array or a.name for a in glob))}
@@ -185,16 +194,23 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     notes = []
     gran = dev.arch.dram_granule_bytes
     closed_form = compulsory != (0, 0)  # else: DRAM reads are the distinct granules the blocks read
-    per_block, *chunks = block_unique_chunks(accesses, launch, store=False,
-                                             granules=(SECTOR,) if closed_form else (SECTOR, gran))
-    l2_read = int(per_block * launch.blocks * SECTOR) if not math.isnan(per_block) else l1.load_sectors * SECTOR
+    granules = (SECTOR,) if closed_form else (SECTOR, gran)
+    per_block, *chunks = block_unique_chunks(accesses, launch, store=False, granules=granules, invariant=False)
+    # addresses every block shares: each SM's L1 misses on them once, where they fit in L1
+    shared, *shared_chunks = block_unique_chunks(accesses, launch, store=False, granules=granules, invariant=True)
+    fits = shared * SECTOR <= dev.l1_bytes_per_sm / 2
+    l2_read = (int((per_block * launch.blocks + shared * (min(launch.blocks, dev.sm_count) if fits else launch.blocks))
+                   * SECTOR) if not math.isnan(per_block + shared) else l1.load_sectors * SECTOR)
+    if shared and fits:
+        notes.append("block-invariant loads: each SM's L1 misses on them once")
     l2_read = min(l2_read, l1.load_sectors * SECTOR) + l1.uncached_load_sectors * SECTOR
     per_block_stores, words = block_unique_chunks(accesses, launch, store=True, granules=(SECTOR, 4))
     written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
     # sectors the kernel writes only in part: fewer distinct 4-byte words than 8 per sector (same sampled blocks)
     partial = words < 8 * per_block_stores
     if not closed_form:
-        reads = int(chunks[0] * launch.blocks * gran) if not math.isnan(chunks[0]) else l2_read
+        granules_read = chunks[0] * launch.blocks + shared_chunks[0]  # shared ones once: L2 holds them
+        reads = int(granules_read * gran) if not math.isnan(granules_read) else l2_read
         compulsory = (reads, l1.store_sectors * SECTOR)
     rmw = 0
     if partial and compulsory[1] > dev.l2_bytes:

@@ -15,7 +15,7 @@ import numpy as np
 from ..devices import DeviceSpec
 from ..measurements import Provenance, Recorder, git_commit, utc_now
 from . import gpu, profile, special
-from .plan import load_plan, plan_flag
+from .plan import load_plan, plan_setting
 from .runner import measure, progress
 
 
@@ -84,13 +84,15 @@ def run(plan: str, out: Path, *, ncu: bool = True, extras: bool | tuple[str, ...
 
 def profile_all(plan: str, out: Path, prov: Provenance, budget_s: float) -> None:
     t0 = time.time()
-    wanted = profile.METRICS + (profile.DETAIL_METRICS if plan_flag(plan, "ncu_detail") else [])
+    wanted = list(plan_setting(plan, "ncu_metrics", None)
+                  or profile.METRICS + (profile.DETAIL_METRICS if plan_setting(plan, "ncu_detail") else []))
     metrics = profile.available_metrics(wanted)
     print(f"ncu: {len(metrics)} of {len(wanted)} metrics known", flush=True)
     rec = Recorder(out / "ncu.csv", prov)
     work = out / "ncu_raw"
-    studies = [] if plan_flag(plan, "ncu_writeback_only") else profile.planned_studies(plan)
-    for study in [*studies, profile.WRITEBACK]:
+    only = plan_setting(plan, "ncu_writeback_only")
+    studies = [] if only else profile.planned_studies(plan)
+    for study in studies + ([profile.WRITEBACK] if only or plan_setting(plan, "ncu_writeback") else []):
         left = budget_s - (time.time() - t0)
         if left < 20:
             print(f"ncu: no time left for {study}", flush=True)

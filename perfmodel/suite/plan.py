@@ -50,10 +50,11 @@ def _read(path: str | Path) -> dict:
         raise PerfModelError(f"cannot read plan {path}: {exc}") from exc
 
 
-def plan_flag(path: str | Path, key: str) -> bool:
-    """A plan's top-level switch: `ncu_detail = true` asks for the detail counters too,
-    `ncu_writeback_only = true` for the write-back pass alone (perfmodel.suite.profile.WRITEBACK)."""
-    return bool(_read(path).get(key, False))
+def plan_setting(path: str | Path, key: str, default: object = False) -> object:
+    """A plan's top-level setting: `ncu_detail = true` asks for the detail counters too,
+    `ncu_metrics = [...]` for these counters instead, `ncu_writeback = true` for the write-back
+    pass after the studies (perfmodel.suite.profile.WRITEBACK), `ncu_writeback_only = true` for it alone."""
+    return _read(path).get(key, default)
 
 
 def load_plan(path: str | Path) -> list[PlannedCase]:
