@@ -68,6 +68,21 @@ extern "C" __global__ void read_f4(const float4* __restrict__ in, float* __restr
     out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
+// The reading L2 flush: read_f4's stream (4 float4 loads in flight per thread) over a zeroed
+// buffer, writing nothing (acc never equals `never`), so it leaves no dirty line in L2.
+extern "C" __global__ void flush_read(const float4* __restrict__ in, float* __restrict__ out, size_t n4,
+                                      float never) {
+    float acc = 0.f;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n4; i += 4 * stride) {
+        float4 a = in[i], b = in[i + stride], c = in[i + 2 * stride], d = in[i + 3 * stride];
+        acc += sum_of(a) + sum_of(b) + sum_of(c) + sum_of(d);
+    }
+    for (; i < n4; i += stride) acc += sum_of(in[i]);
+    if (acc == never) out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
 // L2-resident read: `passes` sweeps over a buffer smaller than L2, bypassing L1 (ld.global.cg).
 extern "C" __global__ void read_l2(const float4* __restrict__ in, float* __restrict__ out, size_t n4, int passes) {
     float acc = 0.f;

@@ -12,7 +12,7 @@ import numpy as np
 from .ceilings import ceilings
 from .devices import device as lookup
 from .measurements import load, median_times
-from .suite.gpu import FLUSH_SINK_BYTES
+from .suite.profile import READ_F4_SINK_BYTES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,7 +76,7 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
     data = load(dev.key) if data is None else data
     ncu = data[data.source == "ncu"].pivot_table(index="case_id", columns="metric", values="value",
                                                   aggfunc="median")
-    # the newest write-back run of each case (the method improved between runs: PRE_FLUSHES)
+    # the newest write-back run of each case (the method improved between runs)
     wb = data[data.source == "ncu-writeback"].sort_values("run_id").pivot_table(
         index="case_id", columns="metric", values="value", aggfunc="last")
     events = median_times(data)
@@ -140,8 +140,10 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
         if c.case_id in wb.index and all(k in wb.columns and not np.isnan(wb.loc[c.case_id, k])
                                          for k in WRITEBACK_METRICS):
             # everything the kernel writes reaches DRAM: in the kernel, or when the next flush evicts
-            # it - as does the sink the flush before the kernel wrote
-            m_all = sum(wb.loc[c.case_id, k] for k in WRITEBACK_METRICS) - FLUSH_SINK_BYTES
+            # it - as did the sink of the earlier flush kernel (runs without a flush_sink_bytes row)
+            sink = wb.loc[c.case_id].get("flush_sink_bytes", np.nan)
+            m_all = (sum(wb.loc[c.case_id, k] for k in WRITEBACK_METRICS)
+                     - (READ_F4_SINK_BYTES if np.isnan(sink) else sink))
             p = pred.dram_write_bytes
             if p or m_all:
                 add("dram_write_bytes", "B", "counter-noise" if max(p, m_all) < SMALL_DRAM_BYTES else "counter",

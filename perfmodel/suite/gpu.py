@@ -16,8 +16,8 @@ from ..errors import GpuUnavailableError
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 POISON_BITS = 0x7FC00000  # a quiet NaN: any output left unwritten stays NaN
-FLUSH_GRID = (1056, 256)  # the reading L2 flush: read_f4's blocks x threads, each writing one float
-FLUSH_SINK_BYTES = FLUSH_GRID[0] * FLUSH_GRID[1] * 4  # what a reading flush leaves dirty in L2
+FLUSH_GRID = (1056, 256)  # the reading L2 flush (probes.cu flush_read): blocks x threads
+FLUSH_KERNEL = "flush_read"
 
 
 def _driver() -> Any:
@@ -180,7 +180,7 @@ def synchronize() -> None:
 class L2Flusher:
     """Touches a buffer twice the L2 size so the next launch starts with cold caches: by writing it
     (memset: leaves ~an L2 of dirty lines the next kernel must write back first) or by reading it
-    (read_f4: leaves clean lines)."""
+    (flush_read: leaves clean lines and writes nothing)."""
 
     def __init__(self, l2_bytes: int, mode: str = "write") -> None:
         if mode not in ("write", "read"):
@@ -190,15 +190,15 @@ class L2Flusher:
         self.buf = _driver().mem_alloc(self.words * 4)
         _driver().memset_d32(self.buf, 0, self.words)
         if mode == "read":
-            self.sink = _driver().mem_alloc(FLUSH_SINK_BYTES)
-            self.kernel = kernel("probes.cu", "read_f4")
+            self.sink = _driver().mem_alloc(FLUSH_GRID[0] * FLUSH_GRID[1] * 4)  # never written
+            self.kernel = kernel("probes.cu", FLUSH_KERNEL)
 
     def __call__(self) -> None:
         if self.mode == "write":
             _driver().memset_d32(self.buf, 0, self.words)
         else:
             launch(self.kernel, (FLUSH_GRID[0], 1, 1), (FLUSH_GRID[1], 1, 1),
-                   [self.buf, self.sink, np.uint64(self.words // 4)])
+                   [self.buf, self.sink, np.uint64(self.words // 4), np.float32(1.0)])
 
 
 def time_launches(run: Any, reps: int, warmup: int = 2, before: Any = None,

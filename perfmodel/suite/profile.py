@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..measurements import Measurement
+from .gpu import FLUSH_KERNEL
 from .plan import load_plan, params_json
 
 METRICS = [
@@ -69,7 +70,10 @@ DETAIL_METRICS = [
 # the kernel between two reading L2 flushes; the second flush's write-backs are the kernel's residue
 WRITEBACK_METRICS = ["dram__bytes_write.sum", "dram__bytes_read.sum"]
 WRITEBACK = "writeback"  # the worker's `select` for that mode (all planned ncu cases)
-PRE_FLUSHES = 2  # a single 2 x L2 read left up to ~0.8 MB of the setup's dirty lines (inputs, poisoned outputs)
+PRE_FLUSHES = 1
+# runs before the flush wrote nothing (gpu.FLUSH_KERNEL) used read_f4, whose 1 MiB sink left dirty
+# lines; their rows carry no flush_sink_bytes and validate subtracts that sink
+READ_F4_SINK_BYTES = 1056 * 256 * 4
 
 
 def worker(plan: str, select: str, manifest: str) -> None:
@@ -149,12 +153,15 @@ def parse(raw: Path, manifest: Path) -> list[Measurement]:
     rows: list[Measurement] = []
     for (_, rec), info in zip(df.iterrows(), launched, strict=False):
         name = str(rec.get("Kernel Name", ""))
-        expect = "read_f4" if writeback and info["after"] is not False else info["kernel"]
+        expect = FLUSH_KERNEL if writeback and info["after"] is not False else info["kernel"]
         if not name.startswith(expect):
             print(f"ncu parse: launch order mismatch ({name} vs {expect}); stopping", file=sys.stderr)
             break
         if writeback and info["after"] is None:
             continue
+        if writeback and info["after"]:  # the flushes write nothing: no sink to subtract
+            rows.append(Measurement(info["study"], info["case"], info["case_id"], params_json(info["params"]),
+                                    "flush_sink_bytes", "B", "value", 0.0, "ncu-writeback"))
         for metric in df.columns:
             if metric not in METRICS and metric not in DETAIL_METRICS:
                 continue
