@@ -86,7 +86,7 @@ def test_matmul_dram_reuse_model_at_4096(comparison):
     assert bad.empty, describe(bad)
 
 
-def test_dram_writes_are_bounded_by_the_l2_residue(comparison):
+def test_dram_writes_in_the_kernel_are_bounded_by_the_l2_residue(comparison):
     """ncu counts write-backs during the kernel; up to an L2's worth of dirty lines leaves later."""
     t = comparison[comparison.metric == "dram_write_bytes_in_kernel"]
     over = t[t.measured > 1.02 * t.predicted + (4 << 20)]  # + write-backs of earlier kernels' lines (<= 2.3 MiB seen)
@@ -95,20 +95,52 @@ def test_dram_writes_are_bounded_by_the_l2_residue(comparison):
     assert residue.empty, describe(residue)
 
 
-def test_l2_reads(comparison):
+def test_dram_writes_with_the_residue(comparison):
+    """The kernel between two reading flushes, without ncu's cache control: its writes plus the
+    second flush's are everything it wrote. Outputs of 16 MiB and more within 5 % (the naive
+    transpose's scattered 4-byte stores write 6-8 % more, as its reads are 6-8 % more); below that a
+    floor of ~0.1-0.9 MB per profiled kernel that no output explains (ncu's own records, presumably)."""
+    t = comparison[comparison.metric == "dram_write_bytes"]
+    assert len(t) >= 80
+    big = t[t.predicted >= 16 << 20]
+    scattered = big.case.eq("transpose.naive")
+    bad = big[~scattered & (big.rel_error.abs() > 0.05)]
+    assert len(big) >= 50 and bad.empty, describe(bad)
+    assert big[scattered].rel_error.between(-0.10, 0).all(), describe(big[scattered])
+    small = t[t.predicted < 16 << 20]
+    off = small[(small.measured - small.predicted).abs() > 1.2e6]
+    assert off.empty, describe(off)
+
+
+def test_l2_reads_requested_by_l1(comparison):
+    """What the SMs' L1s request from L2 (l1tex__m_xbar2l1tex_read_sectors): the distinct sectors
+    each block loads, block-invariant addresses once per SM. Within 5 % for 90 % of the cases; the
+    rest: naive matmul +12 % (its 8 blocks per SM share some rows in L1: not modelled), temporal
+    blocking -8..-15 % (warps of a block miss the same halo sector before its fill returns)."""
+    t = comparison[comparison.metric == "l2_requested_read_sectors"]
+    assert len(t) >= 150
+    assert (t.rel_error.abs() <= 0.05).mean() >= 0.9
+    known = t.case.isin(["matmul.naive", "stencil.temporal"])
+    bad = t[~known & (t.rel_error.abs() > 0.05)]
+    assert bad.empty, describe(bad)
+    assert t[t.case.eq("matmul.naive")].rel_error.between(0, 0.15).all()
+    assert t[t.case.eq("stencil.temporal")].rel_error.between(-0.16, 0).all()
+    resident = t[t.case.isin(L1_RESIDENT)]
+    assert len(resident) >= 9 and resident.rel_error.abs().max() < 0.01, describe(resident)
+
+
+def test_l2_slices_count_merged_requests(comparison):
+    """The L2 slices (lts__t_sectors_srcunit_tex_op_read) count fewer sectors than the L1s request
+    where SMs ask for the same sectors at once: equal for streams, 1.1-1.4x fewer for matmul,
+    3-4x for the L1-resident probes. The prediction is an upper bound there, not a count."""
     t = comparison[comparison.metric == "l2_read_sectors"]
-    # probe.load_lines and pair_lines are L1-resident by design: every block reads the same words, and the model's
-    # "no L1 reuse across blocks" is an upper bound there (see test_l2_read_requests_are_an_upper_bound)
     streaming = t[t.study.isin(["transpose", "ceilings", "coalescing"]) & ~t.case.isin(L1_RESIDENT)]
     bad = streaming[streaming.rel_error.abs() > 0.05]
     assert bad.empty, describe(bad)
-    # with reuse, the model counts L1 reuse inside a block only: an upper bound, except temporal
-    # blocking, whose four halo loads per cell re-fetch ~10 % of their sectors from L2
-    reuse = t[t.study.isin(["matmul", "stencil"])]
-    temporal = reuse.case.eq("stencil.temporal")
-    under = reuse[(reuse.rel_error < -0.05) & ~temporal]
+    temporal = t.case.eq("stencil.temporal")
+    under = t[(t.rel_error < -0.05) & ~temporal]
     assert under.empty, describe(under)
-    assert reuse[temporal].rel_error.abs().max() < 0.15, describe(reuse[temporal])
+    assert t[temporal].rel_error.abs().max() < 0.15, describe(t[temporal])
 
 
 L1_RESIDENT = ["probe.load_lines", "probe.pair_lines"]
@@ -193,7 +225,7 @@ def test_time_model_beats_the_naive_roofline(comparison):
 
 
 def test_time_accuracy(comparison):
-    """MAPE <= 10 % over the suite and no case worse than 25 % (the models issue; one case at -25.2 %);
+    """MAPE <= 10 % over the suite and no case worse than 25 % (the models issue);
     per study the levels reached."""
     t = comparison[comparison.kind == "time"]
     reached = {"ceilings": 0.09, "coalescing": 0.15, "matmul": 0.06, "stencil": 0.07, "transpose": 0.08}
@@ -206,11 +238,8 @@ def test_time_accuracy(comparison):
     assert tiled.rel_error.abs().max() <= 0.10, describe(tiled[tiled.rel_error.abs() > 0.10])
     within = (t.rel_error.abs() <= 0.10).mean()
     assert within >= 0.70, f"only {within:.0%} of timed cases within 10 %"
-    # one case misses 25 % by a hair: the float4 read at 8 warps per SM, which sustains 3.3 TB/s where
-    # its 4 loads in flight per thread would allow the DRAM ceiling (see the latency-hiding page)
-    worse = t[t.rel_error.abs() > 0.25]
-    assert set(worse.case_id) <= {"probe.read[blocks=132,n=134217728,smem_per_block=232448,vec=1]"}, describe(worse)
-    assert (worse.rel_error.abs() < 0.26).all(), describe(worse)
+    worse = t[t.rel_error.abs() > 0.25]  # the issue's target: no case worse than 25 %
+    assert worse.empty, describe(worse)
     temporal = t[t.case == "stencil.temporal"]
     assert temporal.rel_error.abs().max() <= 0.15, describe(temporal)
     scattered = t[t.case.isin(["transpose.naive", "mem.global_store", "probe.scatter_store"])]
