@@ -68,8 +68,7 @@ class Ceilings:
             return self.latency_dram_s.value if self.latency_dram_s else float("nan")
 
         def at(curve: tuple[tuple[float, float], ...], read_share: float = 1.0) -> float:
-            pts = sorted((rate * lat * read_share, lat) for rate, lat in curve)
-            n, lat = zip(*pts, strict=True)
+            n, lat = zip(*in_flight_curve(curve, read_share), strict=True)
             if in_flight_bytes > n[-1]:  # saturated: the stream's best rate
                 return in_flight_bytes / (max(rate for rate, _ in curve) * read_share)
             return float(np.interp(in_flight_bytes, n, lat))
@@ -86,6 +85,12 @@ class Ceilings:
 
     def all(self) -> list[Ceiling]:
         return [c for c in self.__dict__.values() if isinstance(c, Ceiling)]
+
+
+def in_flight_curve(curve: tuple[tuple[float, float], ...], read_share: float = 1.0) -> list[tuple[float, float]]:
+    """(stream bytes/s, latency) -> (the stream's read bytes in flight, latency), by Little's law,
+    sorted; `read_share` of the bytes a stream moves are reads (a copy: 0.5)."""
+    return sorted((rate * lat * read_share, lat) for rate, lat in curve)
 
 
 def _loaded_latency(data, dev: DeviceSpec) -> dict[str, object]:

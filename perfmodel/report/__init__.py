@@ -47,7 +47,7 @@ def build(device: str = "h200", out: Path | None = None, progress: bool = True) 
         pages.append(page)
     shown = table.kind.isin(["counter", "counter-l1", "counter-stage", "time"])
     figures.scatter(table[shown], folder / "scatter_all.png", f"All predictions vs {dev.name} measurements")
-    _index(dev, data, summ, pages, out, folder, _headline(table))
+    _index(dev, data, summ, pages, out, folder, _headline(table), _counter_table(table))
     if progress:
         print(f"reports written to {folder} and {out / 'index.html'} in {time.time() - t0:.0f}s")
     return out / "index.html"
@@ -72,7 +72,33 @@ def _headline(table: pd.DataFrame) -> str:
             f"({t.case_id.iloc[err.argmax()]}).")
 
 
-def _index(dev, data, summ: pd.DataFrame, pages, out: Path, folder: Path, headline: str) -> None:
+# the counters the models issue names, in its order: (compared row, what it is)
+COUNTER_ROWS = [
+    ("global_load_requests", "global load requests"), ("global_load_sectors", "global load sectors"),
+    ("global_store_requests", "global store requests"), ("global_store_sectors", "global store sectors"),
+    ("smem_load_wavefronts", "shared load wavefronts"), ("smem_store_wavefronts", "shared store wavefronts"),
+    ("l2_requested_read_sectors", "L2 read sectors the L1s request (xbar)"),
+    ("l2_read_sectors", "L2 read sectors the L2 slices count (merged: a bound)"),
+    ("l2_write_sectors", "L2 write sectors"), ("dram_read_bytes", "DRAM read bytes"),
+    ("dram_write_bytes", "DRAM write bytes, with what stays dirty in L2"),
+    ("theoretical_occupancy_pct", "theoretical occupancy"), ("blocks_per_sm", "blocks per SM (driver)"),
+]
+
+
+def _counter_table(table: pd.DataFrame) -> str:
+    """Within 5 % of the measurement, per counter the models issue names (tiny DRAM counts left out)."""
+    rows = []
+    for metric, label in COUNTER_ROWS:
+        t = table[(table.metric == metric) & (table.kind != "counter-noise")]
+        if len(t):
+            within = (t.rel_error.abs() <= 0.05).sum()
+            rows.append(f"<tr><td>{html.escape(label)}</td><td>{within}/{len(t)}</td>"
+                        f"<td>{100 * t.rel_error.abs().median():.2f} %</td></tr>")
+    return ("<table><tr><th>counter</th><th>within 5 %</th><th>median |error|</th></tr>"
+            + "".join(rows) + "</table>")
+
+
+def _index(dev, data, summ: pd.DataFrame, pages, out: Path, folder: Path, headline: str, counters: str) -> None:
     rel = folder.relative_to(out)
     rows = []
     for p in pages:
@@ -92,6 +118,13 @@ table{{border-collapse:collapse}} tr{{border-bottom:1px solid #ddd}}</style></he
 CUDA-event times and the driver's occupancy API. Rebuild with <code>perfmodel report</code>.</p>
 <p><b>{html.escape(headline)}</b> Per case: <a href="{rel}/comparison.csv">comparison.csv</a>.</p>
 <p><img src="{rel}/scatter_all.png" width="420" alt="all predictions against measurements"></p>
+<h2>Counters</h2>{counters}
+<p><small>Kinds in the tables: <i>counter-l1</i> exact L1 counts; <i>counter-merged</i> the L2 slices'
+read count, which is lower than what the L1s request where SMs ask for the same sectors at once;
+<i>counter-writeback</i> DRAM writes during the kernel (lines left dirty in L2 leave later; the
+<i>dram_write_bytes</i> rows add what the next flush writes back); <i>counter-noise</i> DRAM counts under
+1 MiB; <i>counter-stage</i> the pipes the time model uses; <i>time-ceiling</i> the probes that define
+a ceiling (shown, not counted).</small></p>
 <table><tr><th>study</th><th>accuracy</th><th>figure</th></tr>{''.join(rows)}</table>
 <h2>Accuracy by study</h2>{summ.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0)}
 <h2>Provenance of the data</h2>{_provenance(data)}
