@@ -43,6 +43,7 @@ METRICS = [
     "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld.sum",
     "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_st.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum", "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_write.sum",
+    "l1tex__m_xbar2l1tex_read_sectors.sum",
 ]
 # more of the L1/L2 store and load paths, for plans that set `ncu_detail = true` (kept where this ncu knows them)
 DETAIL_METRICS = [
