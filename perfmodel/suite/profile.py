@@ -52,7 +52,7 @@ DETAIL_METRICS = [
     "sm__ctas_launched.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum",
     "l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_miss.sum",
-    "l1tex__m_xbar2l1tex_read_sectors.sum", "l1tex__m_l1tex2xbar_write_sectors.sum",
+    "l1tex__m_l1tex2xbar_write_sectors.sum",
     "l1tex__m_l1tex2xbar_req.sum",
     "lts__t_sectors_srcunit_tex_op_write_lookup_hit.sum", "lts__t_sectors_srcunit_tex_op_write_lookup_miss.sum",
     "lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum", "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum",
