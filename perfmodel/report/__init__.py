@@ -123,7 +123,8 @@ CUDA-event times and the driver's occupancy API. Rebuild with <code>perfmodel re
 read count, which is lower than what the L1s request where SMs ask for the same sectors at once;
 <i>counter-writeback</i> DRAM writes during the kernel (lines left dirty in L2 leave later; the
 <i>dram_write_bytes</i> rows add what the next flush writes back); <i>counter-noise</i> DRAM counts under
-1 MiB; <i>counter-stage</i> the pipes the time model uses; <i>time-ceiling</i> the probes that define
+1 MiB, and write-back totals under 16 MiB (each profiled kernel adds 0.1-0.9 MB that no output
+explains); <i>counter-stage</i> the pipes the time model uses; <i>time-ceiling</i> the probes that define
 a ceiling (shown, not counted).</small></p>
 <table><tr><th>study</th><th>accuracy</th><th>figure</th></tr>{''.join(rows)}</table>
 <h2>Accuracy by study</h2>{summ.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0)}

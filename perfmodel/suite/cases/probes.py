@@ -98,7 +98,7 @@ register(KernelCase(
     accesses=lambda p: [Access("ld.global.cg", "global", "i", elem_bytes=16, cond=f"i < {p['n'] // 4}",
                                loops=("pass", "it"), array="in", l1_cached=False),
                         Access("partial store", "global", "bx*bdx + tx", store=True, array="out")],
-    setup=_l2_setup, compulsory_bytes=lambda p: (4 * p["n"], 0), model="l2",
+    setup=_l2_setup, compulsory_bytes=lambda p: (4 * p["n"], 4 * _grid(p) * BLOCK), model="l2",
     description="passes over a 32 MiB buffer with ld.global.cg: L2 bandwidth"))
 
 
