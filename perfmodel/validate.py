@@ -53,7 +53,7 @@ EXACT = {"global_load_requests", "global_load_sectors", "global_store_requests",
 SMALL_DRAM_BYTES = 1 << 20
 # ncu-writeback rows: the kernel's DRAM writes without ncu's cache control, and the write-backs of
 # the reading flush after it (perfmodel.suite.profile.WRITEBACK)
-WRITEBACK_METRICS = ("dram__bytes_write.sum", "dram__bytes_write_after.sum")
+WRITTEN_BACK_ROWS = ("dram__bytes_write.sum", "dram__bytes_write_after.sum")
 # their sum carries 0.1-0.9 MB per profiled kernel that no output explains (a 1 MiB store probe
 # measures 1.1-1.5 MB): below 16 MiB the comparison is shown as noise (tests bound it absolutely)
 WRITEBACK_FLOOR_BYTES = 16 << 20
@@ -141,11 +141,11 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
                 add("flops", "FLOP", "counter", pred.flops, 2 * m[flop_metrics[0]] + m[flop_metrics[1]]
                     + m[flop_metrics[2]])
         if c.case_id in wb.index and all(k in wb.columns and not np.isnan(wb.loc[c.case_id, k])
-                                         for k in WRITEBACK_METRICS):
+                                         for k in WRITTEN_BACK_ROWS):
             # everything the kernel writes reaches DRAM: in the kernel, or when the next flush evicts
             # it - as did the sink of the earlier flush kernel (runs without a flush_sink_bytes row)
             sink = wb.loc[c.case_id].get("flush_sink_bytes", np.nan)
-            m_all = (sum(wb.loc[c.case_id, k] for k in WRITEBACK_METRICS)
+            m_all = (sum(wb.loc[c.case_id, k] for k in WRITTEN_BACK_ROWS)
                      - (READ_F4_SINK_BYTES if np.isnan(sink) else sink))
             p = pred.dram_write_bytes
             if p or m_all:

@@ -1,0 +1,44 @@
+"""ncu's raw CSV -> tidy rows, matched to the worker's manifest by launch order (no GPU)."""
+
+from __future__ import annotations
+
+import json
+
+from perfmodel.suite.gpu import FLUSH_KERNEL
+from perfmodel.suite.profile import PRE_FLUSHES, WRITEBACK, parse
+
+
+def _raw(path, kernels_and_writes):
+    lines = ['"ID","Kernel Name","dram__bytes_write.sum","dram__bytes_read.sum"', '"","","byte","byte"']
+    lines += [f'"{i}","{k}(float*)","{w:,}","{r}"' for i, (k, w, r) in enumerate(kernels_and_writes)]
+    path.write_text("==PROF== noise before the table\n" + "\n".join(lines) + "\n")
+
+
+def _manifest(path, entries):
+    path.write_text(json.dumps([{"case": "probe.copy", "case_id": f"probe.copy[n={n}]", "params": {"n": n},
+                                 "study": "ceilings", "kernel": "copy_f4"} for n in entries]))
+
+
+def test_writeback_rows_pair_each_kernel_with_the_flush_after_it(tmp_path):
+    raw, manifest = tmp_path / f"ncu_{WRITEBACK}.csv", tmp_path / f"manifest_{WRITEBACK}.json"
+    launches = []
+    for w in (1000, 2000):
+        launches += [(FLUSH_KERNEL, 7, 1)] * PRE_FLUSHES + [("copy_f4", w, 5), (FLUSH_KERNEL, w // 10, 9)]
+    _raw(raw, launches)
+    _manifest(manifest, [1, 2])
+    rows = parse(raw, manifest)
+    got = {(r.case_id, r.metric): r.value for r in rows}
+    assert {r.source for r in rows} == {"ncu-writeback"}
+    assert got[("probe.copy[n=1]", "dram__bytes_write.sum")] == 1000  # the kernel's own, thousands separator read
+    assert got[("probe.copy[n=1]", "dram__bytes_write_after.sum")] == 100  # the flush after it
+    assert got[("probe.copy[n=2]", "dram__bytes_read_after.sum")] == 9
+    assert got[("probe.copy[n=2]", "flush_sink_bytes")] == 0
+    assert not any(v == 7 for (_, m), v in got.items() if m.startswith("dram"))  # flushes before: not kept
+
+
+def test_a_launch_order_mismatch_stops_the_parse(tmp_path):
+    raw, manifest = tmp_path / "ncu_ceilings.csv", tmp_path / "manifest_ceilings.json"
+    _raw(raw, [("copy_f4", 10, 1), ("other_kernel", 20, 2)])
+    _manifest(manifest, [1, 2])
+    rows = parse(raw, manifest)
+    assert {r.case_id for r in rows} == {"probe.copy[n=1]"} and {r.source for r in rows} == {"ncu"}
