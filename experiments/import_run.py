@@ -1,6 +1,6 @@
 """Turn what a device call brought back ($OUT) into recorded data under reports/data/<device>/.
 
-    python experiments/import_run.py /work/.device/N [--device h200] [--commit HASH]
+    python experiments/import_run.py /work/.device/N [--device h200] [--commit HASH [--force-commit]]
 """
 
 from __future__ import annotations
@@ -15,5 +15,7 @@ if __name__ == "__main__":
     ap.add_argument("folder", type=Path)
     ap.add_argument("--device", default="h200")
     ap.add_argument("--commit", help="the commit the run measured, where the device copy had no git")
+    ap.add_argument("--force-commit", action="store_true",
+                    help="replace the commit the device copy reported (its git named an older one)")
     a = ap.parse_args()
-    print(f"recorded under {import_run(a.folder, a.device, a.commit)}")
+    print(f"recorded under {import_run(a.folder, a.device, a.commit, a.force_commit)}")

@@ -14,13 +14,15 @@ from ..measurements import DATA_DIR, Provenance, Recorder
 from . import profile
 
 
-def import_run(folder: Path, device: str, commit: str | None = None) -> Path:
+def import_run(folder: Path, device: str, commit: str | None = None, force: bool = False) -> Path:
     """measurements.csv, device.json and the SASS listing are copied; ncu rows are taken from
-    ncu.csv, or parsed from ncu_raw.tar.gz when ncu.csv was too large to come back. Recorded data
-    is never edited by hand."""
+    ncu.csv, or parsed from ncu_raw.tar.gz when ncu.csv was too large to come back. `commit`
+    fills in a provenance the device copy could not tell ("unknown"), or replaces it with `force`
+    (a device copy whose git named an older commit than the tree it ran). Recorded data is never
+    edited by hand."""
     folder = Path(folder)
     info = json.loads((folder / "device.json").read_text())
-    if commit and info["provenance"]["commit"] == "unknown":
+    if commit and (force or info["provenance"]["commit"] == "unknown"):
         info["provenance"]["commit"] = commit
     prov = Provenance(**info["provenance"])
     dest = DATA_DIR / device
@@ -33,7 +35,9 @@ def import_run(folder: Path, device: str, commit: str | None = None) -> Path:
     out = dest / f"{stem}-ncu.csv"
     out.unlink(missing_ok=True)
     if (folder / "ncu.csv").exists():
-        shutil.copy(folder / "ncu.csv", out)
+        ncu = pd.read_csv(folder / "ncu.csv")
+        ncu["commit"] = prov.commit
+        ncu.to_csv(out, index=False)
     elif (folder / "ncu_raw.tar.gz").exists():
         with tempfile.TemporaryDirectory() as tmp, tarfile.open(folder / "ncu_raw.tar.gz") as tar:
             tar.extractall(tmp, filter="data")
