@@ -20,6 +20,7 @@ class Ceiling:
     value: float
     unit: str
     source: str  # "measured: <case>" or "datasheet"
+    cases: tuple[str, ...] = ()  # the recorded cases a fitted ceiling comes from
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,7 @@ class Ceilings:
     l2_write_fill_requests_per_s: Ceiling | None = None  # ... that allocate whole sectors missing in L2
     l2_write_rmw_requests_per_s: Ceiling | None = None  # ... that miss with sectors written in part
     blocks_per_s: Ceiling | None = None  # thread blocks launched and retired
+    stream_startup_s: Ceiling | None = None  # a DRAM-bound kernel's ramp-up and drain, once
     # DRAM latency while other blocks stream reads (and copy): ((bytes moved/s, latency s), ...)
     # in the order measured: scalar streams, then 16-byte streams
     loaded_latency: tuple[tuple[float, float], ...] = ()
@@ -123,6 +125,22 @@ def _loaded_latency(data, dev: DeviceSpec) -> dict[str, object]:
                                       + f" streams up to {read[-1][0] / 1e12:.2f} TB/s")}
 
 
+def _stream_startup(data, times, launch_s: float, min_bytes: int = 64 << 20) -> Ceiling | None:
+    """What a DRAM stream pays once beyond its bytes and the launch: the intercept of time against
+    bytes of the float4 read stream (probe.read, one 8-block wave) over sizes of 64 MiB and up."""
+    sel = data[(data.case == "probe.read") & data.params.str.contains('"smem_per_block":0,')
+               & data.params.str.contains('"vec":1')].drop_duplicates("case_id")
+    pts = {c: (4 * json.loads(p)["n"], times[c]) for c, p in zip(sel.case_id, sel.params, strict=True)
+           if c in times.index and 4 * json.loads(p)["n"] >= min_bytes}
+    if len(pts) < 3:
+        return None
+    nbytes, t = np.array(list(pts.values())).T
+    _, intercept = np.polyfit(nbytes, t, 1)
+    return Ceiling("DRAM stream start-up and drain (beyond the launch)", max(float(intercept) - launch_s, 0.0), "s",
+                   f"measured: intercept of time vs bytes, probe.read float4 at {len(pts)} sizes "
+                   f"of {min_bytes >> 20} MiB and up", tuple(sorted(pts)))
+
+
 def _case_ids(df, case: str) -> list[str]:
     return sorted(set(df[df.case == case].case_id))
 
@@ -173,9 +191,9 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
                     best = (value, cid)
             return best
 
-        def moved(c, p, t):
+        def moved(c, p, t):  # past 16 L2s: the ~20 MB of writes L2 still holds at the end are < 2 %
             r, w = c.compulsory_bytes(p)
-            return (r + w) / t
+            return (r + w) / t if r + w >= 16 * dev.l2_bytes else None
 
         if (m := measured("probe.copy", moved)):
             dram = Ceiling("DRAM bandwidth (copy, read + write)", m[0], "B/s", f"measured: {m[1]}")
@@ -210,6 +228,8 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
                                                             "(DRAM read-modify-write)")):
             if (m := measured("probe.store_lines", store_requests(lines, resident))):
                 extra[key] = Ceiling(what, m[0], "1/s", f"measured: {m[1]}")
+        if (startup := _stream_startup(data, times, launch_s)):
+            extra["stream_startup_s"] = startup
         if (m := measured("probe.blocks", lambda c, p, t: p["blocks"] / t if p["blocks"] >= 1 << 18 else None)):
             extra["blocks_per_s"] = Ceiling("thread blocks launched and retired", m[0], "1/s", f"measured: {m[1]}")
         extra.update(_loaded_latency(data, dev))

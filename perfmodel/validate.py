@@ -86,6 +86,7 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
     driver = data[(data.source == "driver") & (data.metric == "blocks_per_sm")].groupby("case_id").value.first()
     cases = data[data.case.isin(REGISTRY)].drop_duplicates("case_id")[["study", "case", "case_id", "params"]]
     ceiling_ids = {c.source.removeprefix("measured: ") for c in ceilings(dev).all()}
+    ceiling_ids |= {cid for c in ceilings(dev).all() for cid in c.cases}
     rows: list[dict] = []
     t0 = time.time()
     for i, (_, c) in enumerate(cases.iterrows(), 1):

@@ -28,6 +28,7 @@ from .traffic import below_l1, l1_traffic
 __all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
 
 DEFAULT_REGISTERS = 32
+OUTSIDE_SM = ("dram", "latency", "l2", "l2_requests", "blocks")  # bounds that stream through the memory system
 
 
 @functools.cache
@@ -124,8 +125,13 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     time_s = slowest.time_s
     if slowest.name in IN_SM and waves > 1:
         time_s *= math.ceil(waves) / waves  # the last, partial wave leaves SMs idle
-    elif slowest.name in ("dram", "latency") and ceil.latency_dram_s:
-        time_s += ceil.latency_dram_s.value  # the first loads' round trip, before the bandwidth is reached
+    elif (slowest.name in OUTSIDE_SM and dram.read_bytes + dram.write_bytes
+          and (ceil.stream_startup_s or ceil.latency_dram_s)):
+        # ramp-up (the first loads' round trip, blocks reaching every SM) and drain, once: measured as
+        # the read stream's intercept, else one DRAM round trip (the barrier phases count their own)
+        startup = ceil.stream_startup_s or ceil.latency_dram_s
+        time_s += startup.value
+        terms.append(Term("startup", startup.value, 1, 1 / startup.value, startup.source))
     if case.barrier_phases and slowest.name in IN_SM:
         added = barrier_rounds_term(ceil, math.ceil(waves) * case.barrier_phases(p), blocks_per_sm)
         if added:
