@@ -284,8 +284,9 @@ def test_stream_startup_predicts_small_streams(comparison):
     """The start-up is the intercept of the float4 read stream over 64 MiB and up; the smaller reads
     (1-32 MiB, not in the fit) land within 15 %. Copies of 2-64 MiB per array run up to 15 % faster
     than the model: part of their writes is still in L2 when they end."""
-    t = comparison[(comparison.kind == "time") & comparison.case.isin(["probe.read", "probe.copy"])
-                   & comparison.params.str.contains('"vec":1') & ~comparison.params.str.contains('"smem_per_block":[1-9]')]
+    c = comparison
+    t = c[(c.kind == "time") & c.case.isin(["probe.read", "probe.copy"]) & c.params.str.contains('"vec":1')
+          & ~c.params.str.contains('"smem_per_block":[1-9]')]
     n = t.params.map(lambda s: json.loads(s)["n"])
     small_reads = t[t.case.eq("probe.read") & (n < 1 << 24)]
     assert len(small_reads) >= 6 and small_reads.rel_error.abs().max() < 0.15, describe(small_reads)
