@@ -42,6 +42,7 @@ class Ceilings:
     l2_write_rmw_requests_per_s: Ceiling | None = None  # ... that miss with sectors written in part
     blocks_per_s: Ceiling | None = None  # thread blocks launched and retired
     stream_startup_s: Ceiling | None = None  # a DRAM-bound kernel's ramp-up and drain, once
+    l2_dirty_at_end_bytes: Ceiling | None = None  # lines L2 holds at a stream's end; its write share stays dirty
     # DRAM latency while other blocks stream reads (and copy): ((bytes moved/s, latency s), ...)
     # in the order measured: scalar streams, then 16-byte streams
     loaded_latency: tuple[tuple[float, float], ...] = ()
@@ -141,6 +142,26 @@ def _stream_startup(data, times, launch_s: float, min_bytes: int = 64 << 20) -> 
                    f"of {min_bytes >> 20} MiB and up", tuple(sorted(pts)))
 
 
+def _dirty_at_end(data, min_bytes: int = 64 << 20) -> Ceiling | None:
+    """How much L2 holds when a streaming kernel ends: the dirty bytes the flush after it writes
+    back, over the kernel's share of writes in its DRAM traffic (both measured in the write-back
+    pass), median over the kernels that write 64 MB and more with a write share of 15-55 %."""
+    wb = data[data.source == "ncu-writeback"].sort_values("run_id").pivot_table(
+        index="case_id", columns="metric", values="value", aggfunc="last")
+    need = {"dram__bytes_write.sum", "dram__bytes_write_after.sum", "dram__bytes_read.sum", "flush_sink_bytes"}
+    if not need <= set(wb.columns):
+        return None
+    wb = wb.dropna(subset=list(need))
+    written = wb["dram__bytes_write.sum"] + wb["dram__bytes_write_after.sum"] - wb["flush_sink_bytes"]
+    share = written / (written + wb["dram__bytes_read.sum"])
+    sel = (written >= min_bytes) & share.between(0.15, 0.55)
+    if sel.sum() < 5:
+        return None
+    held = (wb["dram__bytes_write_after.sum"] / share)[sel]
+    return Ceiling("L2 lines held at a streaming kernel's end (dirty: that share of them)", float(held.median()),
+                   "B", f"measured: write-back pass, median over {int(sel.sum())} kernels")
+
+
 def _case_ids(df, case: str) -> list[str]:
     return sorted(set(df[df.case == case].case_id))
 
@@ -230,6 +251,8 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
                 extra[key] = Ceiling(what, m[0], "1/s", f"measured: {m[1]}")
         if (startup := _stream_startup(data, times, launch_s)):
             extra["stream_startup_s"] = startup
+        if (dirty := _dirty_at_end(data)):
+            extra["l2_dirty_at_end_bytes"] = dirty
         if (m := measured("probe.blocks", lambda c, p, t: p["blocks"] / t if p["blocks"] >= 1 << 18 else None)):
             extra["blocks_per_s"] = Ceiling("thread blocks launched and retired", m[0], "1/s", f"measured: {m[1]}")
         extra.update(_loaded_latency(data, dev))

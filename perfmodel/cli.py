@@ -182,7 +182,8 @@ def cmd_predict(a: argparse.Namespace, extra: list[str]) -> None:
           f"({p.global_load_requests} requests, {p.global_load_sectors} sectors), stores "
           f"{format_bytes(p.global_store_bytes)}")
     print(f"  L2 {format_bytes(p.l2_bytes)}, DRAM read {format_bytes(p.dram_read_bytes)}, write "
-          f"{format_bytes(p.dram_write_bytes)}; shared wavefronts {p.smem_wavefronts}"
+          f"{format_bytes(p.dram_write_bytes)} ({format_bytes(p.dram_write_bytes_in_kernel)} before the kernel "
+          f"ends); shared wavefronts {p.smem_wavefronts}"
           + (f"; warp instructions {p.warp_instructions:.4g} (from the SASS)" if p.warp_instructions else ""))
     ai = p.arithmetic_intensity
     print("  arithmetic intensity: " + ", ".join(f"{k} {v:.3g} FLOP/B" for k, v in ai.items()))

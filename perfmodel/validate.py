@@ -34,7 +34,7 @@ COUNTERS = {
     "l2_write_sectors": ("l2_write_bytes", "lts__t_sectors_srcunit_tex_op_write.sum", "sector", 1 / 32),
     "dram_read_bytes": ("dram_read_bytes", "dram__bytes_read.sum", "B", 1),
     # dirty lines may stay in L2 past the kernel's end: what ncu counts in the kernel
-    "dram_write_bytes_in_kernel": ("dram_write_bytes", "dram__bytes_write.sum", "B", 1),
+    "dram_write_bytes_in_kernel": ("dram_write_bytes_in_kernel", "dram__bytes_write.sum", "B", 1),
     "warp_instructions": ("warp_instructions", "smsp__inst_executed.sum", "instruction", 1),
     "global_load_wavefronts": ("global_load_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum",
                                "wavefront", 1),

@@ -52,6 +52,7 @@ class Prediction:
     global_store_tag_wavefronts: int = 0
     l2_read_requests: float = 0.0  # (request, line) pairs reaching L2
     l2_write_requests: float = 0.0
+    dram_write_bytes_in_kernel: int = 0  # what ncu counts: the rest stays dirty in L2 past the kernel's end
     breakdown: tuple[Term, ...] = ()
     notes: tuple[str, ...] = ()
     extra: dict[str, float] = field(default_factory=dict)

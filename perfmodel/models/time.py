@@ -25,6 +25,7 @@ def hidden_behind_others(blocks_per_sm: int) -> float:
 
 def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_bytes: float, dram: DramEstimate,
                req: L2Requests, flops: float, blocks: int, issued: Instructions | None) -> list[Term]:
+    """Each pipe's time at its measured rate."""
     clock = dev.sm_clock_hz
     dram_s = ceil.dram_time_s(dram.read_bytes, dram.write_bytes) or 1e-30
     moved = dram.read_bytes + dram.write_bytes

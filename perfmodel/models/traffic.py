@@ -144,6 +144,16 @@ def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: 
                         "consecutive blocks")
 
 
+def dirty_at_end(read_bytes: float, write_bytes: float, held_bytes: float, partial: bool) -> float:
+    """DRAM writes still dirty in L2 when the kernel ends: the kernel's write share of the lines L2
+    holds at a stream's end (measured: Ceilings.l2_dirty_at_end_bytes). Sectors written in part go
+    to DRAM as read-modify-writes during the kernel: not counted here."""
+    moved = read_bytes + write_bytes
+    if partial or not moved:
+        return 0.0
+    return min(write_bytes, held_bytes * write_bytes / moved)
+
+
 @dataclass(frozen=True)
 class L2Requests:
     """(warp request, 128-byte line) pairs reaching L2, by how L2 serves them."""

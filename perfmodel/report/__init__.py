@@ -81,6 +81,7 @@ COUNTER_ROWS = [
     ("l2_read_sectors", "L2 read sectors the L2 slices count (merged: a bound)"),
     ("l2_write_sectors", "L2 write sectors"), ("dram_read_bytes", "DRAM read bytes"),
     ("dram_write_bytes", "DRAM write bytes, with what stays dirty in L2"),
+    ("dram_write_bytes_in_kernel", "DRAM write bytes before the kernel ends (ncu's count)"),
     ("theoretical_occupancy_pct", "theoretical occupancy"), ("blocks_per_sm", "blocks per SM (driver)"),
 ]
 
