@@ -65,3 +65,33 @@ def test_unknown_case_and_parameter_errors():
     with pytest.raises(PerfModelError, match="has no parameter"):
         perfmodel.predict("matmul.tiled", "h200", q=3)
     assert "matmul.coarsened" in perfmodel.cases()
+
+
+def test_launches_that_cannot_run_are_refused_by_name():
+    with pytest.raises(PerfModelError, match="blocks = 0"):
+        perfmodel.predict("probe.read", "h200", blocks=0)
+    with pytest.raises(PerfModelError, match=r"grid \(32, 0, 1\).*m = 0"):
+        perfmodel.predict("matmul.tiled", "h200", m=0)
+    with pytest.raises(PerfModelError, match="threads per block = 4096"):
+        perfmodel.predict("transpose.smem", "h200", tile=64)
+    # 100 steps need a 232 x 232 tile of 4 arrays: 861,184 bytes of static shared memory
+    with pytest.raises(PerfModelError, match="static shared memory per block = 861184"):
+        perfmodel.predict("stencil.temporal", "h200", steps=100)
+
+
+def test_static_shared_memory_matches_the_compiler():
+    """Where no compile is recorded the model takes the source's __shared__ arrays: the same bytes
+    nvcc reported for every recorded variant."""
+    import json
+
+    from perfmodel.measurements import load
+
+    data = load("h200")
+    comp = data[(data.source == "compiler") & (data.metric == "shared_size_bytes")]
+    checked = 0
+    for _, r in comp.drop_duplicates(["case", "params"]).iterrows():
+        case = get(r.case)
+        if case.name.split(".")[0] in ("matmul", "stencil", "transpose"):
+            assert case.static_smem(case.bind(**json.loads(r.params))) == r.value, (r.case, r.params)
+            checked += 1
+    assert checked >= 20

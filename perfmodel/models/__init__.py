@@ -53,7 +53,7 @@ def resources(dev: DeviceSpec, case, params: dict[str, int]) -> tuple[int, int, 
     got = _compiled(dev.key).get(case.entry(params))
     if got:
         return got[0], got[1], True
-    return DEFAULT_REGISTERS, 0, False
+    return DEFAULT_REGISTERS, case.static_smem(params), False
 
 
 def naive_roofline_time(case_name: str, device: str | DeviceSpec = "h200", **params: int) -> float:
@@ -65,6 +65,19 @@ def naive_roofline_time(case_name: str, device: str | DeviceSpec = "h200", **par
     p = case.bind(**params)
     r, w = case.compulsory_bytes(p)
     return max(case.flops(p) / dev.fp32_flops_per_s, (r + w) / dev.dram_bandwidth_bytes_per_s)
+
+
+def _launch(case, p: dict[str, int]):
+    """The case's launch, or a PerfModelError naming the parameters that leave it empty."""
+    zeros = sorted(k for k, v in p.items() if v == 0)
+    try:
+        launch = case.launch(p)
+    except ZeroDivisionError:
+        raise PerfModelError(f"{case.name}: no launch with {', '.join(f'{k} = 0' for k in zeros)}") from None
+    if min(*launch.grid, *launch.block) < 1:
+        raise PerfModelError(f"{case.name}: grid {launch.grid} x block {launch.block} has an empty dimension "
+                             f"(parameters {', '.join(f'{k} = 0' for k in zeros) or p})")
+    return launch
 
 
 def predict(case_name: str, device: str | DeviceSpec = "h200", **params: int) -> Prediction:
@@ -82,16 +95,13 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
 
     case = get(case_name)
     p = dict(items)
-    launch = case.launch(p)
+    launch = _launch(case, p)
     accesses = case.accesses(p)
     regs, static_smem, known = resources(dev, case, p)
     notes = [] if known else [f"registers unknown (no recorded compile on {dev.name}): assumed {regs}"]
-    try:
-        occ: Occupancy | None = occupancy(dev, launch.threads_per_block, regs, static_smem,
-                                          case.dynamic_smem(p), opt_in=case.dynamic_smem(p) > 48 * 1024)
-    except PerfModelError as exc:
-        occ = None
-        notes.append(f"occupancy not computed: {exc}")
+    # a launch past a device limit (threads, shared memory, registers) cannot run: LimitError names it
+    occ: Occupancy | None = occupancy(dev, launch.threads_per_block, regs, static_smem,
+                                      case.dynamic_smem(p), opt_in=case.dynamic_smem(p) > 48 * 1024)
     blocks_per_sm = occ.blocks_per_sm if occ else 1
     resident = max(blocks_per_sm * dev.sm_count, 1)
     waves = launch.blocks / resident

@@ -55,6 +55,7 @@ class KernelCase:
     flops: Callable[[Params], float] = lambda p: 0.0
     setup: Callable[[Params, np.random.Generator], Setup] | None = None
     dynamic_smem: Callable[[Params], int] = lambda p: 0
+    static_smem: Callable[[Params], int] = lambda p: 0  # the source's __shared__ arrays (where no compile is recorded)
     compulsory_bytes: Callable[[Params], tuple[int, int]] = lambda p: (0, 0)  # (read, write) once each
     description: str = ""
     model: str = "generic"  # time-model family (perfmodel.models)

@@ -90,6 +90,7 @@ def _tiled_accesses(p) -> list[Access]:
 
 register(KernelCase(
     name="matmul.tiled", study="matmul", source="matmul.cu", defaults={**SIZE, "tile": 32},
+    static_smem=lambda p: 2 * 4 * p["tile"] ** 2,  # As[T][T], Bs[T][T]
     entry=lambda p: f"matmul_tiled_{p['tile']}", launch=_tiled_launch, accesses=_tiled_accesses,
     flops=_flops, setup=_setup(False), compulsory_bytes=_compulsory, model="matmul",
     barrier_phases=lambda p: cdiv(p["k"], p["tile"]), description="shared-memory tiling, TILE x TILE threads"))
@@ -116,6 +117,7 @@ def _corner_accesses(p) -> list[Access]:
 
 register(KernelCase(
     name="matmul.corner_turning", study="matmul", source="matmul.cu",
+    static_smem=lambda p: 4 * p["tile"] * (2 * p["tile"] + p["pad"]),  # As[T][T], Bs[T][T + PAD]
     defaults={**SIZE, "tile": 32, "pad": 0},
     entry=lambda p: f"matmul_corner_turning_{p['tile']}_{p['pad']}", launch=_tiled_launch,
     accesses=_corner_accesses, flops=_flops, setup=_setup(True), compulsory_bytes=_compulsory,
@@ -141,6 +143,7 @@ def _coarse_accesses(p) -> list[Access]:
 
 register(KernelCase(
     name="matmul.coarsened", study="matmul", source="matmul.cu",
+    static_smem=lambda p: 2 * 4 * p["tile"] ** 2,  # As[T][T], Bs[T][T]
     defaults={**SIZE, "tile": 32, "coarse": 4},
     entry=lambda p: f"matmul_coarsened_{p['tile']}_{p['coarse']}",
     launch=lambda p: _tiled_launch(p, p["coarse"]), accesses=_coarse_accesses, flops=_flops,

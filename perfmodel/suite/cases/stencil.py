@@ -152,6 +152,7 @@ def temporal_cell_updates(p) -> int:
 
 register(KernelCase(
     name="stencil.temporal", study="stencil", source="stencil.cu",
+    static_smem=lambda p: 4 * 4 * (TILE + 2 * p["steps"]) ** 2,  # su, sp, sc, sd: [R][R] floats
     defaults={"nx": 8192, "ny": 8192, "steps": 4, "ppt": 1},
     entry=lambda p: f"wave_temporal_{p['steps']}_{p['ppt']}", launch=_temporal_launch,
     accesses=_temporal_accesses, flops=lambda p: FLOPS_PER_CELL * temporal_cell_updates(p),

@@ -40,6 +40,7 @@ def _smem_launch(p) -> Launch:
 
 register(KernelCase(
     name="transpose.smem", study="transpose", source="transpose.cu",
+    static_smem=lambda p: 4 * p["tile"] * (p["tile"] + p["pad"]),  # tile[TILE][TILE + PAD]
     defaults={**SIZE, "tile": 32, "pad": 1},
     entry=lambda p: f"transpose_smem_{p['tile']}_{p['pad']}", launch=_smem_launch,
     accesses=lambda p: [
@@ -57,6 +58,7 @@ register(KernelCase(
 register(KernelCase(
     name="transpose.rows", study="transpose", source="transpose.cu",
     defaults={**SIZE, "pad": 1},
+    static_smem=lambda p: 4 * 32 * (32 + p["pad"]),  # tile[32][32 + PAD]
     entry=lambda p: f"transpose_rows_32_{p['pad']}",
     launch=lambda p: Launch(block=(32, 8, 1), grid=(cdiv(p["cols"], 32), cdiv(p["rows"], 32), 1),
                             loops={"j": 4}, params=dict(p),
