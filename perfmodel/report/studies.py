@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -260,6 +261,18 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
     page.figures.append(("DRAM reads vs size", figures.lines(
         d, "m", [("predicted", "-", "predicted"), ("measured", "o", "ncu")], folder / "matmul_dram.png",
         "DRAM bytes read vs matrix size", "m = n = k", "bytes", group="variant", logx=True, logy=True)))
+    l2 = table[table.study.eq("matmul") & table.metric.isin(["l2_requested_read_sectors", "l2_read_sectors"])]
+    w = l2.pivot_table(index="case_id", columns="metric", values=["predicted", "measured"], aggfunc="first")
+    if ("measured", "l2_requested_read_sectors") in w.columns:
+        w = w.dropna()
+        model = w[("predicted", "l2_read_sectors")]
+        w = pd.DataFrame({"L1s request (xbar) / model": w[("measured", "l2_requested_read_sectors")] / model,
+                          "L2 slices count (lts) / model": w[("measured", "l2_read_sectors")] / model})
+        w.index = [re.sub(r"k=\d+,|n=\d+,?|matmul\.", "", i).replace(",]", "]") for i in w.index]
+        page.figures.append(("L2 reads at both ends", figures.bars(
+            list(w.index), {k: list(w[k]) for k in w.columns}, folder / "matmul_l2_reads.png",
+            "L2 read sectors measured over the model: what the L1s request, what the L2 slices count",
+            "measured / model")))
     c = table[(table.case == "matmul.coarsened") & (table.kind == "time")].copy()
     c["coarse"], c["m"] = _p(c, "coarse"), _p(c, "m")
     page.figures.append(("coarsening sweep", figures.lines(
