@@ -1,14 +1,15 @@
-"""The pipe rules on their own: L1 data and tag stages, L2 requests, loaded latency."""
+"""The pipe rules on their own: L1 data and tag stages, L2 requests, loaded latency, dirty lines."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+import perfmodel
 from perfmodel.ceilings import Ceiling, Ceilings
 from perfmodel.memory import Access, Launch, analyse, global_access
 from perfmodel.memory.coalescing import EXPECTED_PASSES
-from perfmodel.models.traffic import L1Traffic, l2_requests
+from perfmodel.models.traffic import L1Traffic, block_invariant, dirty_at_end, l2_requests
 
 
 def test_expected_fullest_bank_is_exact():
@@ -66,3 +67,19 @@ def test_loaded_latency_by_bytes_in_flight_and_saturates_past_the_heaviest_strea
     assert ceil.dram_latency_s(0.7e6) == pytest.approx(450e-9)
     assert ceil.dram_latency_s(2.0e6) == pytest.approx(1000e-9)  # saturated: 2 MB / 2 TB/s
     assert Ceilings(c, c, c, c, c, latency_dram_s=Ceiling("lat", 300e-9, "s", "t")).dram_latency_s(1e6) == 300e-9
+
+
+def test_dirty_at_end_is_the_write_share_of_what_l2_holds():
+    assert dirty_at_end(300e6, 100e6, 40e6, partial=False) == pytest.approx(10e6)  # a quarter of 40 MB
+    assert dirty_at_end(0.0, 5e6, 40e6, partial=False) == 5e6  # never more than was written
+    assert dirty_at_end(100e6, 100e6, 40e6, partial=True) == 0.0  # partial sectors: read-modify-write
+    assert dirty_at_end(0.0, 0.0, 40e6, partial=False) == 0.0
+
+
+def test_block_invariant_loads_count_once_per_sm():
+    launch = Launch(block=(32, 1, 1), grid=(264, 1, 1))
+    assert block_invariant(Access("table", "global", "tx"), launch)
+    assert not block_invariant(Access("stream", "global", "bx*bdx + tx"), launch)
+    assert not block_invariant(Access("guarded", "global", "tx", cond="bx < 3"), launch)
+    p = perfmodel.predict("probe.load_lines", "h200", stride=0, iters=4096)
+    assert p.l2_read_bytes == 132 * 8 * 32  # 8 sectors, once per SM (ncu's xbar count: 1056 sectors)
