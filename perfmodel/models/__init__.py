@@ -18,17 +18,16 @@ from ..devices import device as lookup
 from ..errors import PerfModelError
 from ..measurements import load
 from ..memory import analyse
-from ..occupancy import Occupancy, occupancy
+from ..occupancy import occupancy
 from ..sass import functions
 from .base import Prediction, Term
 from .issue import warp_instructions
-from .time import IN_SM, barrier_rounds_term, latency_term, phase_term, pipe_terms
+from .time import IN_SM, OUTSIDE_SM, barrier_rounds_term, latency_term, phase_term, pipe_terms
 from .traffic import below_l1, dirty_at_end, l1_traffic
 
 __all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
 
 DEFAULT_REGISTERS = 32
-OUTSIDE_SM = ("dram", "latency", "l2", "l2_requests", "blocks")  # bounds that stream through the memory system
 
 
 @functools.cache
@@ -100,9 +99,9 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     regs, static_smem, known = resources(dev, case, p)
     notes = [] if known else [f"registers unknown (no recorded compile on {dev.name}): assumed {regs}"]
     # a launch past a device limit (threads, shared memory, registers) cannot run: LimitError names it
-    occ: Occupancy | None = occupancy(dev, launch.threads_per_block, regs, static_smem,
-                                      case.dynamic_smem(p), opt_in=case.dynamic_smem(p) > 48 * 1024)
-    blocks_per_sm = occ.blocks_per_sm if occ else 1
+    occ = occupancy(dev, launch.threads_per_block, regs, static_smem, case.dynamic_smem(p),
+                    opt_in=case.dynamic_smem(p) > 48 * 1024)
+    blocks_per_sm = occ.blocks_per_sm
     resident = max(blocks_per_sm * dev.sm_count, 1)
     waves = launch.blocks / resident
 
@@ -118,17 +117,15 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     flops = case.flops(p)
     terms = pipe_terms(dev, ceil, l1, below.l2_read_bytes + below.l2_write_bytes, dram, req, flops, launch.blocks,
                        issued)
-    if occ and case.sync_after_loads:
+    if case.sync_after_loads:
         extra = phase_term(ceil, terms, occ, waves)
-    elif occ:
+    else:
         warp_loads = max(dram.read_bytes - below.rmw_read_bytes, 0)
         if launch.loops:  # a loop: its independent loads per iteration are in flight
             per_warp = case.loads_in_flight(p) * (l1.load_bytes / l1.load_requests if l1.load_requests else 0.0)
         else:  # straight-line code: a warp issues all its loads before it waits
             per_warp = warp_loads / max(launch.blocks * launch.warps_per_block, 1)
         extra = latency_term(ceil, l1, dram, warp_loads, occ.warps_per_sm * dev.sm_count * per_warp)
-    else:
-        extra = None
     if extra:
         terms.append(extra)
     slowest = max(terms, key=lambda t: t.time_s)

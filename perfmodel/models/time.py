@@ -13,6 +13,7 @@ from .issue import Instructions
 from .traffic import DramEstimate, L1Traffic, L2Requests
 
 IN_SM = ("fp32", "l1", "l1_tag", "issue")  # pipes inside the SM: bound per wave of resident blocks
+OUTSIDE_SM = ("dram", "latency", "l2", "l2_requests", "blocks")  # bounds that stream through the memory system
 
 
 def hidden_behind_others(blocks_per_sm: int) -> float:
