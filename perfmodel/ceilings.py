@@ -11,7 +11,7 @@ import numpy as np
 
 from .devices import DeviceSpec
 from .devices import device as lookup
-from .measurements import load, median_times
+from .measurements import load, median_times, written_back
 
 
 @dataclass(frozen=True)
@@ -146,18 +146,12 @@ def _dirty_at_end(data, min_bytes: int = 64 << 20) -> Ceiling | None:
     """How much L2 holds when a streaming kernel ends: the dirty bytes the flush after it writes
     back, over the kernel's share of writes in its DRAM traffic (both measured in the write-back
     pass), median over the kernels that write 64 MB and more with a write share of 15-55 %."""
-    wb = data[data.source == "ncu-writeback"].sort_values("run_id").pivot_table(
-        index="case_id", columns="metric", values="value", aggfunc="last")
-    need = {"dram__bytes_write.sum", "dram__bytes_write_after.sum", "dram__bytes_read.sum", "flush_sink_bytes"}
-    if not need <= set(wb.columns):
-        return None
-    wb = wb.dropna(subset=list(need))
-    written = wb["dram__bytes_write.sum"] + wb["dram__bytes_write_after.sum"] - wb["flush_sink_bytes"]
-    share = written / (written + wb["dram__bytes_read.sum"])
-    sel = (written >= min_bytes) & share.between(0.15, 0.55)
+    wb = written_back(data)
+    share = wb.written_bytes / (wb.written_bytes + wb.read_bytes)
+    sel = (wb.written_bytes >= min_bytes) & share.between(0.15, 0.55)
     if sel.sum() < 5:
         return None
-    held = (wb["dram__bytes_write_after.sum"] / share)[sel]
+    held = (wb.after_bytes / share)[sel]
     return Ceiling("L2 lines held at a streaming kernel's end (dirty: that share of them)", float(held.median()),
                    "B", f"measured: write-back pass, median over {int(sel.sum())} kernels")
 

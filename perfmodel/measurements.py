@@ -121,3 +121,27 @@ def median_times(data: pd.DataFrame) -> pd.Series:
     clean = t[t.source == READ_FLUSH].groupby("case_id").value.median()
     out.loc[clean.index] = clean
     return out
+
+
+WRITEBACK_SOURCE = "ncu-writeback"  # the write-back pass (perfmodel.suite.profile.WRITEBACK)
+# runs before the flush wrote nothing (suite.gpu.FLUSH_KERNEL) flushed with read_f4, whose 1 MiB sink
+# stayed dirty; their rows carry no flush_sink_bytes
+READ_F4_SINK_BYTES = 1056 * 256 * 4
+
+
+def written_back(data: pd.DataFrame) -> pd.DataFrame:
+    """case_id -> the write-back pass's DRAM bytes, from the newest run of each case: in_kernel_bytes
+    (written while it ran), after_bytes (by the flush after it), read_bytes, and written_bytes (the
+    two writes, less what the flush before it left dirty)."""
+    import pandas as pd
+
+    cols = ["in_kernel_bytes", "after_bytes", "read_bytes", "written_bytes"]
+    wb = data[data.source == WRITEBACK_SOURCE].sort_values("run_id").pivot_table(
+        index="case_id", columns="metric", values="value", aggfunc="last")
+    need = ["dram__bytes_write.sum", "dram__bytes_write_after.sum", "dram__bytes_read.sum"]
+    if not set(need) <= set(wb.columns):
+        return pd.DataFrame(columns=cols)
+    out = pd.DataFrame({c: wb[m] for c, m in zip(cols, need, strict=False)}).dropna()
+    sink = wb.get("flush_sink_bytes", pd.Series(dtype=float)).reindex(out.index).fillna(READ_F4_SINK_BYTES)
+    out["written_bytes"] = out.in_kernel_bytes + out.after_bytes - sink
+    return out

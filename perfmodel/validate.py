@@ -11,8 +11,7 @@ import numpy as np
 
 from .ceilings import ceilings
 from .devices import device as lookup
-from .measurements import load, median_times
-from .suite.profile import READ_F4_SINK_BYTES
+from .measurements import load, median_times, written_back
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -51,11 +50,9 @@ STAGES = {"global_load_wavefronts", "global_load_tag_wavefronts", "global_store_
 EXACT = {"global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors",
          "smem_load_wavefronts", "smem_store_wavefronts"}
 SMALL_DRAM_BYTES = 1 << 20
-# ncu-writeback rows: the kernel's DRAM writes without ncu's cache control, and the write-backs of
-# the reading flush after it (perfmodel.suite.profile.WRITEBACK)
-WRITTEN_BACK_ROWS = ("dram__bytes_write.sum", "dram__bytes_write_after.sum")
-# their sum carries 0.1-0.9 MB per profiled kernel that no output explains (a 1 MiB store probe
-# measures 1.1-1.5 MB): below 16 MiB the comparison is shown as noise (tests bound it absolutely)
+# the write-back pass's totals (measurements.written_back) carry 0.1-0.9 MB per profiled kernel that
+# no output explains (a 1 MiB store probe measures 1.1-1.5 MB): below 16 MiB the comparison is shown
+# as noise (tests bound it absolutely)
 WRITEBACK_FLOOR_BYTES = 16 << 20
 LIMITS = {"warps": "launch__occupancy_limit_warps", "registers": "launch__occupancy_limit_registers",
           "shared_memory": "launch__occupancy_limit_shared_mem", "blocks": "launch__occupancy_limit_blocks"}
@@ -79,9 +76,7 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
     data = load(dev.key) if data is None else data
     ncu = data[data.source == "ncu"].pivot_table(index="case_id", columns="metric", values="value",
                                                   aggfunc="median")
-    # the newest write-back run of each case (the method improved between runs)
-    wb = data[data.source == "ncu-writeback"].sort_values("run_id").pivot_table(
-        index="case_id", columns="metric", values="value", aggfunc="last")
+    wb = written_back(data).written_bytes
     events = median_times(data)
     driver = data[(data.source == "driver") & (data.metric == "blocks_per_sm")].groupby("case_id").value.first()
     cases = data[data.case.isin(REGISTRY)].drop_duplicates("case_id")[["study", "case", "case_id", "params"]]
@@ -141,13 +136,9 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
             if pred.flops and all(f in m for f in flop_metrics) and c.case.startswith(("matmul", "probe.fma")):
                 add("flops", "FLOP", "counter", pred.flops, 2 * m[flop_metrics[0]] + m[flop_metrics[1]]
                     + m[flop_metrics[2]])
-        if c.case_id in wb.index and all(k in wb.columns and not np.isnan(wb.loc[c.case_id, k])
-                                         for k in WRITTEN_BACK_ROWS):
-            # everything the kernel writes reaches DRAM: in the kernel, or when the next flush evicts
-            # it - as did the sink of the earlier flush kernel (runs without a flush_sink_bytes row)
-            sink = wb.loc[c.case_id].get("flush_sink_bytes", np.nan)
-            m_all = (sum(wb.loc[c.case_id, k] for k in WRITTEN_BACK_ROWS)
-                     - (READ_F4_SINK_BYTES if np.isnan(sink) else sink))
+        if c.case_id in wb.index:
+            # everything the kernel writes reaches DRAM: in the kernel, or when the next flush evicts it
+            m_all = wb[c.case_id]
             p = pred.dram_write_bytes
             if p or m_all:
                 add("dram_write_bytes", "B", "counter-noise" if max(p, m_all) < WRITEBACK_FLOOR_BYTES else "counter",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..measurements import Measurement
+from ..measurements import WRITEBACK_SOURCE, Measurement
 from .gpu import FLUSH_KERNEL
 from .plan import load_plan, params_json
 
@@ -72,9 +72,6 @@ DETAIL_METRICS = [
 WRITEBACK_METRICS = ["dram__bytes_write.sum", "dram__bytes_read.sum"]
 WRITEBACK = "writeback"  # the worker's `select` for that mode (all planned ncu cases)
 PRE_FLUSHES = 1
-# runs before the flush wrote nothing (gpu.FLUSH_KERNEL) used read_f4, whose 1 MiB sink left dirty
-# lines; their rows carry no flush_sink_bytes and validate subtracts that sink
-READ_F4_SINK_BYTES = 1056 * 256 * 4
 
 
 def worker(plan: str, select: str, manifest: str) -> None:
@@ -162,7 +159,7 @@ def parse(raw: Path, manifest: Path) -> list[Measurement]:
             continue
         if writeback and info["after"]:  # the flushes write nothing: no sink to subtract
             rows.append(Measurement(info["study"], info["case"], info["case_id"], params_json(info["params"]),
-                                    "flush_sink_bytes", "B", "value", 0.0, "ncu-writeback"))
+                                    "flush_sink_bytes", "B", "value", 0.0, WRITEBACK_SOURCE))
         for metric in df.columns:
             if metric not in METRICS and metric not in DETAIL_METRICS:
                 continue
@@ -172,7 +169,7 @@ def parse(raw: Path, manifest: Path) -> list[Measurement]:
             if writeback and info["after"]:
                 metric = metric.replace(".sum", "_after.sum")  # the second flush's: the kernel's residue
             rows.append(Measurement(info["study"], info["case"], info["case_id"], params_json(info["params"]),
-                                    metric, "", "value", float(value), "ncu-writeback" if writeback else "ncu"))
+                                    metric, "", "value", float(value), WRITEBACK_SOURCE if writeback else "ncu"))
     return rows
 
 
