@@ -44,6 +44,12 @@ METRICS = [
     "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_st.sum",
     "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_read.sum", "l1tex__data_pipe_lsu_wavefronts_mem_lgds_cmd_write.sum",
     "l1tex__m_xbar2l1tex_read_sectors.sum",
+    # ncu's per-instruction (SASS) count of shared wavefronts: the addresses' own, without the data
+    # stage's extra passes that the hardware count above also holds
+    "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
 ]
 # more of the L1/L2 store and load paths, for plans that set `ncu_detail = true` (kept where this ncu knows them)
 DETAIL_METRICS = [
