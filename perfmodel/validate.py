@@ -22,10 +22,17 @@ COUNTERS = {
     "global_load_sectors": ("global_load_sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "sector", 1),
     "global_store_requests": ("global_store_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "request", 1),
     "global_store_sectors": ("global_store_sectors", "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "sector", 1),
-    "smem_load_wavefronts": ("smem_load_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    # shared wavefronts as ncu counts them per instruction (SASS): what the addresses need ...
+    "smem_load_wavefronts": ("smem_load_wavefronts", "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
                              "wavefront", 1),
-    "smem_store_wavefronts": ("smem_store_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-                              "wavefront", 1),
+    "smem_store_wavefronts": ("smem_store_wavefronts",
+                              "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "wavefront", 1),
+    # ... and as the L1 data stage counts them: more where global traffic shares the stage (ncu shows
+    # the excess as "bank conflicts"; the addresses have none)
+    "smem_load_stage_wavefronts": ("smem_load_wavefronts", "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+                                   "wavefront", 1),
+    "smem_store_stage_wavefronts": ("smem_store_wavefronts",
+                                    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum", "wavefront", 1),
     # the sectors the SMs' L1s request from L2 (what crosses the crossbar) ...
     "l2_requested_read_sectors": ("l2_read_bytes", "l1tex__m_xbar2l1tex_read_sectors.sum", "sector", 1 / 32),
     # ... and what the L2 slices count: fewer where SMs ask for the same sector at once (merged)
@@ -46,7 +53,7 @@ COUNTERS = {
 }
 # (the data stage's write wavefronts, ..._cmd_write, also count L1 fills: no store-only counter to compare)
 STAGES = {"global_load_wavefronts", "global_load_tag_wavefronts", "global_store_tag_wavefronts",
-          "l2_read_requests", "l2_write_requests"}
+          "l2_read_requests", "l2_write_requests", "smem_load_stage_wavefronts", "smem_store_stage_wavefronts"}
 EXACT = {"global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors",
          "smem_load_wavefronts", "smem_store_wavefronts"}
 SMALL_DRAM_BYTES = 1 << 20

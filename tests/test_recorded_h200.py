@@ -40,17 +40,28 @@ def test_real_kernels_global_requests_and_sectors(comparison):
     assert (t.rel_error == 0).sum() >= len(t) // 2
 
 
-def test_shared_wavefronts_pattern_is_a_tight_lower_bound(comparison):
-    """In full kernels L1 fills from global loads contend for the shared-memory banks: ncu counts
-    a few percent more wavefronts than the access pattern needs, never fewer."""
-    t = comparison[~comparison.case.str.startswith("mem.") & comparison.metric.str.startswith("smem_")]
-    assert len(t) >= 50
+def test_shared_wavefronts_per_instruction_are_exact(comparison):
+    """ncu's per-instruction (SASS) count of shared wavefronts is what the addresses need: the
+    model's bank analysis equals it in every real kernel (within 1 %: sampled blocks of the
+    temporal stencil's ragged edges)."""
+    t = comparison[~comparison.case.str.startswith("mem.")
+                   & comparison.metric.isin(["smem_load_wavefronts", "smem_store_wavefronts"])]
+    assert len(t) >= 90 and set(t.case) >= {"matmul.tiled", "matmul.coarsened", "transpose.smem",
+                                             "stencil.temporal"}
+    bad = t[t.rel_error.abs() > 0.01]
+    assert bad.empty, describe(bad)
+
+
+def test_shared_wavefronts_in_the_data_stage_only_add(comparison):
+    """The L1 data stage counts more wavefronts than the instructions need where global traffic
+    shares it (ncu shows them as bank conflicts): never fewer, at most a quarter more."""
+    t = comparison[~comparison.case.str.startswith("mem.") & comparison.metric.str.endswith("stage_wavefronts")
+                   & comparison.metric.str.startswith("smem_")]
+    assert len(t) >= 90
     below = t[t.rel_error > 0.01]
     assert below.empty, describe(below)
     loose = t[t.rel_error < -0.25]
     assert loose.empty, describe(loose)
-    loads = t[(t.metric == "smem_load_wavefronts") & t.case.str.startswith("matmul")]
-    assert loads.rel_error.abs().max() < 0.01, describe(loads[loads.rel_error.abs() >= 0.01])
 
 
 def test_occupancy_matches_driver_and_ncu(comparison):

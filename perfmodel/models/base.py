@@ -26,7 +26,7 @@ class Prediction:
     case: str
     device: str
     params: dict[str, int]
-    flops: float
+    flops: float  # executed FP32 FLOPs (a tiled kernel's padded tiles included)
     global_load_bytes: int  # what the threads request (the textbook's "global memory accesses")
     global_store_bytes: int
     global_load_requests: int

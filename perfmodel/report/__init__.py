@@ -76,7 +76,10 @@ def _headline(table: pd.DataFrame) -> str:
 COUNTER_ROWS = [
     ("global_load_requests", "global load requests"), ("global_load_sectors", "global load sectors"),
     ("global_store_requests", "global store requests"), ("global_store_sectors", "global store sectors"),
-    ("smem_load_wavefronts", "shared load wavefronts"), ("smem_store_wavefronts", "shared store wavefronts"),
+    ("smem_load_wavefronts", "shared load wavefronts (per instruction)"),
+    ("smem_store_wavefronts", "shared store wavefronts (per instruction)"),
+    ("smem_load_stage_wavefronts", "shared load wavefronts in the L1 data stage (with global traffic's extra)"),
+    ("smem_store_stage_wavefronts", "shared store wavefronts in the L1 data stage (with global traffic's extra)"),
     ("l2_requested_read_sectors", "L2 read sectors the L1s request (xbar)"),
     ("l2_read_sectors", "L2 read sectors the L2 slices count (merged: a bound)"),
     ("l2_write_sectors", "L2 write sectors"), ("dram_read_bytes", "DRAM read bytes"),

@@ -48,8 +48,6 @@ METRICS = [
     # stage's extra passes that the hardware count above also holds
     "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-    "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-    "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
 ]
 # more of the L1/L2 store and load paths, for plans that set `ncu_detail = true` (kept where this ncu knows them)
 DETAIL_METRICS = [

@@ -52,7 +52,7 @@ class KernelCase:
     entry: Callable[[Params], str]
     launch: Callable[[Params], Launch]
     accesses: Callable[[Params], list[Access]]
-    flops: Callable[[Params], float] = lambda p: 0.0
+    flops: Callable[[Params], float] = lambda p: 0.0  # what the FP32 pipe executes (padding included)
     setup: Callable[[Params, np.random.Generator], Setup] | None = None
     dynamic_smem: Callable[[Params], int] = lambda p: 0
     static_smem: Callable[[Params], int] = lambda p: 0  # the source's __shared__ arrays (where no compile is recorded)

@@ -14,6 +14,13 @@ def _flops(p) -> float:
     return 2.0 * p["m"] * p["n"] * p["k"]
 
 
+def _tile_flops(p) -> float:
+    """The tiled kernels multiply whole tiles, zeros past a ragged edge included: every thread of the
+    grid runs every phase (ncu's FFMA count)."""
+    t, c = p["tile"], p.get("coarse", 1)
+    return 2.0 * cdiv(p["m"], t) * t * cdiv(p["n"], t * c) * t * c * cdiv(p["k"], t) * t
+
+
 def _compulsory(p) -> tuple[int, int]:
     return 4 * (p["m"] * p["k"] + p["k"] * p["n"]), 4 * p["m"] * p["n"]
 
@@ -92,7 +99,7 @@ register(KernelCase(
     name="matmul.tiled", study="matmul", source="matmul.cu", defaults={**SIZE, "tile": 32},
     static_smem=lambda p: 2 * 4 * p["tile"] ** 2,  # As[T][T], Bs[T][T]
     entry=lambda p: f"matmul_tiled_{p['tile']}", launch=_tiled_launch, accesses=_tiled_accesses,
-    flops=_flops, setup=_setup(False), compulsory_bytes=_compulsory, model="matmul",
+    flops=_tile_flops, setup=_setup(False), compulsory_bytes=_compulsory, model="matmul",
     barrier_phases=lambda p: cdiv(p["k"], p["tile"]), description="shared-memory tiling, TILE x TILE threads"))
 
 
@@ -120,7 +127,7 @@ register(KernelCase(
     static_smem=lambda p: 4 * p["tile"] * (2 * p["tile"] + p["pad"]),  # As[T][T], Bs[T][T + PAD]
     defaults={**SIZE, "tile": 32, "pad": 0},
     entry=lambda p: f"matmul_corner_turning_{p['tile']}_{p['pad']}", launch=_tiled_launch,
-    accesses=_corner_accesses, flops=_flops, setup=_setup(True), compulsory_bytes=_compulsory,
+    accesses=_corner_accesses, flops=_tile_flops, setup=_setup(True), compulsory_bytes=_compulsory,
     model="matmul", barrier_phases=lambda p: cdiv(p["k"], p["tile"]),
     description="B column-major, loaded coalesced and turned in shared memory"))
 
@@ -146,7 +153,7 @@ register(KernelCase(
     static_smem=lambda p: 2 * 4 * p["tile"] ** 2,  # As[T][T], Bs[T][T]
     defaults={**SIZE, "tile": 32, "coarse": 4},
     entry=lambda p: f"matmul_coarsened_{p['tile']}_{p['coarse']}",
-    launch=lambda p: _tiled_launch(p, p["coarse"]), accesses=_coarse_accesses, flops=_flops,
+    launch=lambda p: _tiled_launch(p, p["coarse"]), accesses=_coarse_accesses, flops=_tile_flops,
     setup=_setup(False), compulsory_bytes=_compulsory, model="matmul",
     barrier_phases=lambda p: cdiv(p["k"], p["tile"]) * p["coarse"],
     description="thread coarsening: COARSE output tiles per block share one A tile"))
