@@ -9,7 +9,14 @@ import perfmodel
 from perfmodel.ceilings import Ceiling, Ceilings
 from perfmodel.memory import Access, Launch, analyse, global_access
 from perfmodel.memory.coalescing import EXPECTED_PASSES
-from perfmodel.models.traffic import L1Traffic, block_invariant, dirty_at_end, l2_requests
+from perfmodel.models.traffic import (
+    L1Traffic,
+    block_invariant,
+    block_unique_chunks,
+    dirty_at_end,
+    edge_classes,
+    l2_requests,
+)
 
 
 def test_expected_fullest_bank_is_exact():
@@ -83,3 +90,39 @@ def test_block_invariant_loads_count_once_per_sm():
     assert not block_invariant(Access("guarded", "global", "tx", cond="bx < 3"), launch)
     p = perfmodel.predict("probe.load_lines", "h200", stride=0, iters=4096)
     assert p.l2_read_bytes == 132 * 8 * 32  # 8 sectors, once per SM (ncu's xbar count: 1056 sectors)
+
+
+def test_edge_classes_weigh_every_block_once():
+    assert edge_classes((5, 1, 1)) == [((0, 0, 0), 1), ((4, 0, 0), 1), ((2, 0, 0), 3)]
+    classes = edge_classes((7, 3, 2))
+    assert len(classes) == 3 * 3 * 2 and sum(w for _, w in classes) == 7 * 3 * 2
+
+
+def test_block_sectors_by_edge_class_equal_every_block_counted():
+    """The temporal stencil's halo is cut at the grid's edges: the edge classes give the mean over all
+    blocks (to 0.01 %); a corner block, which the halo cut makes lighter, stands for one block only."""
+    from perfmodel.suite.registry import get
+
+    case = get("stencil.temporal")
+    p = {"nx": 200, "ny": 136, "steps": 4, "ppt": 1}
+    launch, accesses = case.launch(p), case.accesses(p)
+    (by_class,) = block_unique_chunks(accesses, launch, store=False)
+    every = []
+    for bx in range(launch.grid[0]):
+        for by in range(launch.grid[1]):
+            one = Launch(block=launch.block, grid=launch.grid, loops=launch.loops, params=launch.params,
+                         defs=launch.defs)
+            every.append(_sectors_of_block(accesses, one, (bx, by, 0)))
+    assert by_class == pytest.approx(np.mean(every), rel=1e-4)
+    assert every[0] < 0.9 * np.median(every)  # the corner block
+
+
+def _sectors_of_block(accesses, launch, block):
+    from perfmodel.models import traffic
+
+    orig = traffic.edge_classes
+    traffic.edge_classes = lambda grid: [(block, 1)]
+    try:
+        return traffic.block_unique_chunks(accesses, launch, store=False)[0]
+    finally:
+        traffic.edge_classes = orig

@@ -136,17 +136,17 @@ def test_dram_writes_with_the_residue(comparison):
 
 def test_l2_reads_requested_by_l1(comparison):
     """What the SMs' L1s request from L2 (l1tex__m_xbar2l1tex_read_sectors): the distinct sectors
-    each block loads, block-invariant addresses once per SM. Within 5 % for 90 % of the cases; the
-    rest: naive matmul +12 % (its 8 blocks per SM share some rows in L1: not modelled), temporal
-    blocking -8..-15 % (warps of a block miss the same halo sector before its fill returns)."""
+    each block loads (the grid's edge blocks weighed by their number), block-invariant addresses once
+    per SM. Within 5 % everywhere but the naive matmul, +12 % (its 8 blocks per SM share some rows
+    in L1: not modelled)."""
     t = comparison[comparison.metric == "l2_requested_read_sectors"]
     assert len(t) >= 150
-    assert (t.rel_error.abs() <= 0.05).mean() >= 0.9
-    known = t.case.isin(["matmul.naive", "stencil.temporal"])
+    known = t.case.eq("matmul.naive")
     bad = t[~known & (t.rel_error.abs() > 0.05)]
     assert bad.empty, describe(bad)
-    assert t[t.case.eq("matmul.naive")].rel_error.between(0, 0.15).all()
-    assert t[t.case.eq("stencil.temporal")].rel_error.between(-0.16, 0).all()
+    assert t[known].rel_error.between(0, 0.15).all()
+    temporal = t[t.case.eq("stencil.temporal")]  # halos cut at the grid's edges
+    assert len(temporal) >= 10 and temporal.rel_error.abs().median() < 0.01, describe(temporal)
     resident = t[t.case.isin(L1_RESIDENT)]
     assert len(resident) >= 9 and resident.rel_error.abs().max() < 0.01, describe(resident)
 
@@ -159,10 +159,8 @@ def test_l2_slices_count_merged_requests(comparison):
     streaming = t[t.study.isin(["transpose", "ceilings", "coalescing"]) & ~t.case.isin(L1_RESIDENT)]
     bad = streaming[streaming.rel_error.abs() > 0.05]
     assert bad.empty, describe(bad)
-    temporal = t.case.eq("stencil.temporal")
-    under = t[(t.rel_error < -0.05) & ~temporal]
+    under = t[t.rel_error < -0.05]
     assert under.empty, describe(under)
-    assert t[temporal].rel_error.abs().max() < 0.15, describe(t[temporal])
 
 
 L1_RESIDENT = ["probe.load_lines", "probe.pair_lines"]
@@ -221,12 +219,12 @@ def test_l2_read_requests_are_an_upper_bound(comparison):
     big = streaming[streaming.measured >= 100_000]  # 32 Ki-element microbenchmarks: edge lines combine
     assert big.rel_error.abs().max() < 0.05, describe(big[big.rel_error.abs() >= 0.05])
     assert streaming.rel_error.abs().max() < 0.2, describe(streaming[streaming.rel_error.abs() >= 0.2])
-    # L1 reuse across the blocks of an SM is not modelled: never under, except where warps of a block
-    # miss the same line before its fill returns and each sends its own request (stencil halos)
-    stencil = t.study.eq("stencil")
-    under = t[(t.rel_error < -0.10) & ~stencil]
+    # L1 reuse across the blocks of an SM is not modelled: never under, except the naive stencil
+    # (-10 %: its rows' lines are requested in parts by neighbouring warps)
+    naive_stencil = t.case.eq("stencil.naive")
+    under = t[(t.rel_error < -0.08) & ~naive_stencil]
     assert under.empty, describe(under)
-    assert t[stencil].rel_error.between(-0.20, 0.05).all(), describe(t[stencil])
+    assert t[naive_stencil].rel_error.between(-0.11, 0.05).all(), describe(t[naive_stencil])
 
 
 def test_flops_executed(comparison):

@@ -75,22 +75,26 @@ def block_invariant(access: Access, launch: Launch) -> bool:
     return not _Bound(access, launch).names & set(BLOCK_VARS)
 
 
+def edge_classes(grid: tuple[int, int, int]) -> list[tuple[tuple[int, int, int], int]]:
+    """One block for each kind of grid position and how many blocks it stands for: the first and the
+    last block of each dimension (halos cut off, ragged tiles) and a middle one for the rest."""
+    per_dim = [[(0, 1)] if g == 1 else [(0, 1), (g - 1, 1)] + ([(g // 2, g - 2)] if g > 2 else []) for g in grid]
+    return [((x, y, z), nx * ny * nz) for x, nx in per_dim[0] for y, ny in per_dim[1] for z, nz in per_dim[2]]
+
+
 def block_unique_chunks(accesses: list[Access], launch: Launch, store: bool, granules: tuple[int, ...] = (SECTOR,),
-                        samples: int = 2, row_budget: int = 1_000_000,
-                        invariant: bool | None = None) -> tuple[float, ...]:
+                        row_budget: int = 1_000_000, invariant: bool | None = None) -> tuple[float, ...]:
     """Mean distinct chunks of each size in `granules` (bytes) one block touches (loads or stores),
-    over sampled blocks, of the accesses that are block-invariant or not (`invariant`; None: all);
-    NaN each where a block's rows exceed the budget."""
+    over the grid's edge classes weighted by their blocks, of the accesses that are block-invariant
+    or not (`invariant`; None: all); NaN each where a block's rows exceed the budget."""
     glob = [a for a in accesses if a.space == "global" and a.store == store and a.l1_cached
             and (invariant is None or block_invariant(a, launch) == invariant)]
     if not glob:
         return tuple(0.0 for _ in granules)
     array_id = {name: i for i, name in enumerate(dict.fromkeys(a.array or a.name for a in glob))}
-    rng = np.random.default_rng(0)
-    grid = launch.grid
-    picks = [(0, 0, 0)] + [tuple(int(rng.integers(g)) for g in grid) for _ in range(samples - 1)]
+    classes = edge_classes(launch.grid)
     totals = []
-    for bx, by, bz in picks:
+    for (bx, by, bz), _ in classes:
         touched = []  # (array id, addresses, element width) of each access in this block
         for a in glob:
             bound = _Bound(a, launch)
@@ -116,7 +120,8 @@ def block_unique_chunks(accesses: list[Access], launch: Launch, store: bool, gra
                 keys.append(aid * (1 << 50) + addr // granule)
             per_granule.append(len(np.unique(np.concatenate(keys))))
         totals.append(per_granule)
-    return tuple(float(v) for v in np.mean(totals, axis=0))
+    weights = [w for _, w in classes]
+    return tuple(float(v) for v in np.average(totals, axis=0, weights=weights))
 
 
 @dataclass(frozen=True)
