@@ -20,16 +20,29 @@ def _bytes(p) -> tuple[int, int]:
     return 4 * p["rows"] * p["cols"], 4 * p["rows"] * p["cols"]
 
 
+def _naive_launch(p) -> Launch:
+    rows_per_block = p.get("block_rows", 8)
+    return Launch(block=(32, rows_per_block, 1), grid=(cdiv(p["cols"], 32), cdiv(p["rows"], rows_per_block), 1),
+                  params=dict(p), defs={"x": "bx*32 + tx", "y": f"by*{rows_per_block} + ty"})
+
+
+def _naive_accesses(p) -> list[Access]:
+    return [Access("in load", "global", "y*cols + x", cond="x < cols and y < rows", array="in"),
+            Access("out store", "global", "x*rows + y", store=True, cond="x < cols and y < rows", array="out")]
+
+
 register(KernelCase(
     name="transpose.naive", study="transpose", source="transpose.cu", defaults=dict(SIZE),
-    entry=lambda p: "transpose_naive",
-    launch=lambda p: Launch(block=(32, 8, 1), grid=(cdiv(p["cols"], 32), cdiv(p["rows"], 8), 1),
-                            params=dict(p), defs={"x": "bx*32 + tx", "y": "by*8 + ty"}),
-    accesses=lambda p: [
-        Access("in load", "global", "y*cols + x", cond="x < cols and y < rows", array="in"),
-        Access("out store", "global", "x*rows + y", store=True, cond="x < cols and y < rows", array="out")],
+    entry=lambda p: "transpose_naive", launch=_naive_launch, accesses=_naive_accesses,
     setup=_setup, compulsory_bytes=_bytes, model="stream",
     description="one element per thread; stores rows floats apart"))
+
+register(KernelCase(
+    name="transpose.naive_rows", study="transpose", source="transpose.cu", defaults={**SIZE, "block_rows": 8},
+    entry=lambda p: "transpose_naive", launch=_naive_launch, accesses=_naive_accesses,
+    setup=_setup, compulsory_bytes=_bytes, model="stream",
+    description="the naive transpose with 32 x BLOCK_ROWS threads: how many consecutive output floats "
+                "(of one column) one block writes"))
 
 
 def _smem_launch(p) -> Launch:
