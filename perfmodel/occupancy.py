@@ -233,7 +233,9 @@ def occupancy(device: DeviceSpec | str, threads_per_block: int, registers_per_th
 # Read off 50 ncu launches on the H200 (mem.carveout: 64..1024 threads x 1..9 KiB, static and dynamic
 # shared memory) and every suite kernel: with no preference the driver sizes the carveout for twice the
 # blocks the other limits allow (capped by the block slots, and at 132 KiB unless one block set needs
-# more) for blocks of up to 512 threads, and for exactly those blocks for larger ones.
+# more) for blocks of up to 512 threads, and for exactly those blocks for larger ones. A kernel with no
+# shared memory of its own (the 1 KiB reserve only) gets room for four times the blocks (32 x 256
+# threads, 16 x 512 and 8 x 1024: the naive transpose's block shapes).
 DRIVER_CARVEOUT_CAP_BYTES = {9: 132 * 1024}
 
 
@@ -250,7 +252,8 @@ def driver_carveout(dev: DeviceSpec, lim: Limits, preference: int | None) -> int
     cap = DRIVER_CARVEOUT_CAP_BYTES.get(dev.major)
     if cap is None or int(lim.warps_per_block) * dev.warp_size > 512:
         return minimal
-    target = min(2 * others, lim.block_slots) * alloc
+    room = 4 if alloc <= dev.reserved_smem_per_block_bytes else 2
+    target = min(room * others, lim.block_slots) * alloc
     doubled = int(_align_carveout(dev, np.asarray(min(target, top))))
     return max(minimal, min(doubled, cap))
 

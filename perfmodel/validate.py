@@ -130,13 +130,9 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
                 limits = {"warps": occ.block_limit_warps, "registers": occ.block_limit_registers,
                           "shared_memory": occ.block_limit_shared_memory_at_carveout,
                           "blocks": occ.block_limit_blocks}
-                uses_smem = occ.static_smem_bytes + occ.dynamic_smem_bytes > 0
                 for name, metric in LIMITS.items():
                     if metric in m and limits[name] is not None:
-                        # ncu shows the block slots as the shared-memory limit of a kernel using none
-                        value = limits[name] if (name != "shared_memory" or uses_smem) \
-                            else occ.block_limit_blocks
-                        add(f"block_limit_{name}", "block", "occupancy", value, m[metric])
+                        add(f"block_limit_{name}", "block", "occupancy", limits[name], m[metric])
             flop_metrics = ["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
                             "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
                             "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"]

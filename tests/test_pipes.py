@@ -126,3 +126,20 @@ def _sectors_of_block(accesses, launch, block):
         return traffic.block_unique_chunks(accesses, launch, store=False)[0]
     finally:
         traffic.edge_classes = orig
+
+
+def test_sectors_written_in_part_are_judged_over_the_neighbouring_blocks():
+    """A 32 x 1 block writes one word of each of 32 sectors; the 7 blocks below complete them, so the
+    kernel writes no sector in part (measured: no DRAM read-modify-write, transpose.naive_rows)."""
+    from perfmodel.models.traffic import sectors_written_in_part
+    from perfmodel.suite.registry import get
+
+    def partial(name, **p):
+        case = get(name)
+        p = case.bind(**p)
+        return sectors_written_in_part(case.accesses(p), case.launch(p))
+
+    assert not partial("transpose.naive_rows", rows=1024, cols=1024, block_rows=1)
+    assert not partial("transpose.naive", rows=1024, cols=1024)
+    assert partial("mem.global_store", stride=2, width=4, offset=0)
+    assert not partial("mem.global_store", stride=1, width=4, offset=0)

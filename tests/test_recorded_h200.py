@@ -84,11 +84,30 @@ def test_ncu_shared_memory_limit_follows_the_driver_carveout(comparison):
 
 def test_dram_reads(comparison):
     t = comparison[(comparison.metric == "dram_read_bytes") & (comparison.kind == "counter")]
-    known = t.case_id.str.startswith("transpose.naive")  # scattered 4-byte stores: +6-8 % reads
+    known = t.case_id.str.startswith("transpose.naive")  # scattered 4-byte stores: up to +10 % reads
     bad = t[~known & (t.rel_error.abs() > 0.05)]
     assert bad.empty, describe(bad)
     gaps = t[known]
-    assert gaps.rel_error.abs().max() < 0.10, describe(gaps)
+    assert gaps.rel_error.between(-0.10, 0).all(), describe(gaps)
+
+
+def test_naive_transpose_block_shapes(comparison):
+    """32 x R threads write R consecutive floats of each of 32 output columns: below R = 8 a block
+    writes its sectors in part and the R-row blocks below complete them. Measured: no read-modify-
+    write (the model once charged one per sector); time within 10 % (within 2 % for R <= 4) once first
+    writes are counted per sector of the kernel, not per block (R = 1 is bound by block launches).
+    The DRAM excess - the same bytes read and written, 0.5-10 %, largest at R = 2 - stays unexplained."""
+    t = comparison[comparison.case.eq("transpose.naive_rows")]
+    assert len(t[t.metric == "time_s"]) == 12
+    timed = t[t.metric == "time_s"]
+    assert timed.rel_error.abs().max() < 0.10, describe(timed)
+    narrow = timed[timed.case_id.str.contains(r"block_rows=[124],")]
+    assert len(narrow) == 6 and narrow.rel_error.abs().max() < 0.02, describe(narrow)
+    reads = t[t.metric == "dram_read_bytes"].set_index("case_id")
+    writes = t[t.metric == "dram_write_bytes"].set_index("case_id")
+    assert reads.rel_error.between(-0.10, 0).all(), describe(reads)
+    excess = (reads.measured - reads.predicted) - (writes.measured - writes.predicted).reindex(reads.index)
+    assert (excess.abs() < 0.01 * reads.predicted).all(), excess  # as many bytes read as written extra
 
 
 def test_matmul_dram_reuse_model_at_4096(comparison):
@@ -101,13 +120,16 @@ def test_matmul_dram_reuse_model_at_4096(comparison):
 def test_dram_writes_in_the_kernel(comparison):
     """ncu counts the write-backs during the kernel; at its end L2 still holds ~40 MB of recent lines
     (measured in the write-back pass), the kernel's write share of them dirty - where DRAM is busy:
-    kernels bound inside the SM leave few (L2 writes back while DRAM idles). 75 % of the kernels
+    kernels bound inside the SM leave few (L2 writes back while DRAM idles). 80 % of the kernels
     writing 16 MB and more within 5 % (the law is read off the streaming kernels among them; the
-    naive transpose writes 8 % more, small stencils and store-only kernels keep fewer lines dirty)."""
+    naive transposes write up to 10 % more, small stencils and store-only kernels keep fewer lines
+    dirty)."""
     t = comparison[comparison.metric == "dram_write_bytes_in_kernel"]
     big = t[t.measured >= 16e6]
-    assert len(big) >= 40 and (big.rel_error.abs() <= 0.05).mean() >= 0.75, describe(big)
+    scattered = big.case.isin(["transpose.naive", "transpose.naive_rows"])  # +0.5-10 % both ways, as reads
+    assert len(big) >= 40 and (big[~scattered].rel_error.abs() <= 0.05).mean() >= 0.8, describe(big)
     assert big.rel_error.abs().max() < 0.2, describe(big[big.rel_error.abs() >= 0.2])
+    assert big[scattered].rel_error.between(-0.11, 0).all(), describe(big[scattered])
     over = t[t.measured > 1.1 * t.predicted + (8 << 20)]  # kernels bound inside the SM: ~no dirty residue
     assert over.empty, describe(over)
     # against everything the kernel writes (the earlier stops' bound): never more, apart from write-backs
@@ -125,7 +147,7 @@ def test_dram_writes_with_the_residue(comparison):
     t = comparison[comparison.metric == "dram_write_bytes"]
     assert len(t) >= 80
     big = t[t.predicted >= 16 << 20]
-    scattered = big.case.eq("transpose.naive")
+    scattered = big.case.isin(["transpose.naive", "transpose.naive_rows"])
     bad = big[~scattered & (big.rel_error.abs() > 0.05)]
     assert len(big) >= 50 and bad.empty, describe(bad)
     assert big[scattered].rel_error.between(-0.10, 0).all(), describe(big[scattered])

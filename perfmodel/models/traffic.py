@@ -82,46 +82,92 @@ def edge_classes(grid: tuple[int, int, int]) -> list[tuple[tuple[int, int, int],
     return [((x, y, z), nx * ny * nz) for x, nx in per_dim[0] for y, ny in per_dim[1] for z, nz in per_dim[2]]
 
 
+def _global(accesses: list[Access], launch: Launch, store: bool, invariant: bool | None = None) -> list[Access]:
+    return [a for a in accesses if a.space == "global" and a.store == store and a.l1_cached
+            and (invariant is None or block_invariant(a, launch) == invariant)]
+
+
+def _block_addresses(glob: list[Access], launch: Launch, block: tuple[int, int, int],
+                     row_budget: int) -> list[tuple[int, np.ndarray, int]] | None:
+    """(array id, byte addresses, element width) of each access in one block; None past the budget."""
+    array_id = {name: i for i, name in enumerate(dict.fromkeys(a.array or a.name for a in glob))}
+    touched = []
+    for a in glob:
+        bound = _Bound(a, launch)
+        loops = [(lp, launch.loops[lp]) for lp in a.loops]
+        n = math.prod(c for _, c in loops)
+        if n * launch.warps_per_block > row_budget:
+            return None
+        flat = np.arange(n)
+        values = {}
+        for name, count in reversed(loops):
+            values[name] = flat % count
+            flat = flat // count
+        for v, b in zip(BLOCK_VARS, block, strict=True):
+            values[v] = np.full(n, b)
+        addr = bound.addresses(values).ravel()
+        touched.append((array_id[a.array or a.name], addr[addr >= 0], a.width))
+    return touched
+
+
+def _chunk_keys(touched: list[tuple[int, np.ndarray, int]], granule: int) -> np.ndarray:
+    """One key per (array, granule-sized chunk) each element touches (repeats kept)."""
+    keys = []
+    for aid, addr, width in touched:
+        if width > granule:  # every granule a wide element covers
+            addr = (addr[:, None] + np.arange(0, width, granule)).ravel()
+        keys.append(aid * (1 << 50) + addr // granule)
+    return np.concatenate(keys) if keys else np.zeros(0, np.int64)
+
+
 def block_unique_chunks(accesses: list[Access], launch: Launch, store: bool, granules: tuple[int, ...] = (SECTOR,),
                         row_budget: int = 1_000_000, invariant: bool | None = None) -> tuple[float, ...]:
     """Mean distinct chunks of each size in `granules` (bytes) one block touches (loads or stores),
     over the grid's edge classes weighted by their blocks, of the accesses that are block-invariant
     or not (`invariant`; None: all); NaN each where a block's rows exceed the budget."""
-    glob = [a for a in accesses if a.space == "global" and a.store == store and a.l1_cached
-            and (invariant is None or block_invariant(a, launch) == invariant)]
+    glob = _global(accesses, launch, store, invariant)
     if not glob:
         return tuple(0.0 for _ in granules)
-    array_id = {name: i for i, name in enumerate(dict.fromkeys(a.array or a.name for a in glob))}
     classes = edge_classes(launch.grid)
     totals = []
-    for (bx, by, bz), _ in classes:
-        touched = []  # (array id, addresses, element width) of each access in this block
-        for a in glob:
-            bound = _Bound(a, launch)
-            loops = [(lp, launch.loops[lp]) for lp in a.loops]
-            n = math.prod(c for _, c in loops)
-            if n * launch.warps_per_block > row_budget:
-                return tuple(float("nan") for _ in granules)
-            flat = np.arange(n)
-            values = {}
-            for name, count in reversed(loops):
-                values[name] = flat % count
-                flat = flat // count
-            for v, b in zip(BLOCK_VARS, (bx, by, bz), strict=True):
-                values[v] = np.full(n, b)
-            addr = bound.addresses(values).ravel()
-            touched.append((array_id[a.array or a.name], addr[addr >= 0], a.width))
-        per_granule = []
-        for granule in granules:
-            keys = []
-            for aid, addr, width in touched:
-                if width > granule:  # every granule a wide element covers
-                    addr = (addr[:, None] + np.arange(0, width, granule)).ravel()
-                keys.append(aid * (1 << 50) + addr // granule)
-            per_granule.append(len(np.unique(np.concatenate(keys))))
-        totals.append(per_granule)
+    for block, _ in classes:
+        touched = _block_addresses(glob, launch, block, row_budget)
+        if touched is None:
+            return tuple(float("nan") for _ in granules)
+        totals.append([len(np.unique(_chunk_keys(touched, g))) for g in granules])
     weights = [w for _, w in classes]
     return tuple(float(v) for v in np.average(totals, axis=0, weights=weights))
+
+
+def sectors_written_in_part(accesses: list[Access], launch: Launch, reach: int = 8,
+                            row_budget: int = 4_000_000) -> bool:
+    """Whether the kernel leaves some sector it writes partly unwritten: the words that the blocks
+    within `reach` of the middle block (per grid dimension) write into the middle block's sectors,
+    fewer than 8 per sector. A block may write sectors in part that its neighbours complete (the
+    naive transpose at 32 x 1 threads: measured, no read-modify-write)."""
+    glob = _global(accesses, launch, store=True)
+    if not glob:
+        return False
+    middle = tuple(g // 2 for g in launch.grid)
+    own = _block_addresses(glob, launch, middle, row_budget)
+    if own is None:
+        return False
+    sectors = np.unique(_chunk_keys(own, SECTOR))
+    spans = [range(max(0, m - reach), min(g, m + reach + 1)) for m, g in zip(middle, launch.grid, strict=True)]
+    rows_per_block = max(1, sum(len(addr) for _, addr, _ in own))
+    if rows_per_block * math.prod(len(s) for s in spans) > row_budget:
+        spans = [range(m, m + 1) for m in middle]  # too many rows: the middle block alone
+    words = []
+    for bx in spans[0]:
+        for by in spans[1]:
+            for bz in spans[2]:
+                touched = _block_addresses(glob, launch, (bx, by, bz), row_budget)
+                if touched is not None:
+                    w = np.unique(_chunk_keys(touched, 4))
+                    aid, word = np.divmod(w, 1 << 50)
+                    words.append(w[np.isin(aid * (1 << 50) + word // (SECTOR // 4), sectors)])
+    written = np.unique(np.concatenate(words))
+    return len(written) < 8 * len(sectors)
 
 
 @dataclass(frozen=True)
@@ -219,10 +265,11 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     if shared and fits:
         notes.append("block-invariant loads: each SM's L1 misses on them once")
     l2_read = min(l2_read, l1.load_sectors * SECTOR) + l1.uncached_load_sectors * SECTOR
-    per_block_stores, words = block_unique_chunks(accesses, launch, store=True, granules=(SECTOR, 4))
+    (per_block_stores,) = block_unique_chunks(accesses, launch, store=True)
     written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
-    # sectors the kernel writes only in part: fewer distinct 4-byte words than 8 per sector (same sampled blocks)
-    partial = words < 8 * per_block_stores
+    partial = sectors_written_in_part(accesses, launch)
+    if closed_form and not partial:  # sectors other blocks complete are first written once
+        written = min(written, compulsory[1] / SECTOR)
     if not closed_form:
         granules_read = chunks[0] * launch.blocks + shared_chunks[0]  # shared ones once: L2 holds them
         reads = int(granules_read * gran) if not math.isnan(granules_read) else l2_read
