@@ -87,13 +87,12 @@ def _global(accesses: list[Access], launch: Launch, store: bool, invariant: bool
             and (invariant is None or block_invariant(a, launch) == invariant)]
 
 
-def _block_addresses(glob: list[Access], launch: Launch, block: tuple[int, int, int],
-                     row_budget: int) -> list[tuple[int, np.ndarray, int]] | None:
-    """(array id, byte addresses, element width) of each access in one block; None past the budget."""
+def _block_addresser(glob: list[Access], launch: Launch, row_budget: int):
+    """A function of one block giving (array id, byte addresses, element width) of each access in it;
+    None where an access has more rows than the budget. The expressions are bound once."""
     array_id = {name: i for i, name in enumerate(dict.fromkeys(a.array or a.name for a in glob))}
-    touched = []
+    prepared = []
     for a in glob:
-        bound = _Bound(a, launch)
         loops = [(lp, launch.loops[lp]) for lp in a.loops]
         n = math.prod(c for _, c in loops)
         if n * launch.warps_per_block > row_budget:
@@ -103,11 +102,17 @@ def _block_addresses(glob: list[Access], launch: Launch, block: tuple[int, int, 
         for name, count in reversed(loops):
             values[name] = flat % count
             flat = flat // count
-        for v, b in zip(BLOCK_VARS, block, strict=True):
-            values[v] = np.full(n, b)
-        addr = bound.addresses(values).ravel()
-        touched.append((array_id[a.array or a.name], addr[addr >= 0], a.width))
-    return touched
+        prepared.append((array_id[a.array or a.name], _Bound(a, launch), values, n, a.width))
+
+    def addresses(block: tuple[int, int, int]) -> list[tuple[int, np.ndarray, int]]:
+        touched = []
+        for aid, bound, values, n, width in prepared:
+            at = dict(values, **{v: np.full(n, b) for v, b in zip(BLOCK_VARS, block, strict=True)})
+            addr = bound.addresses(at).ravel()
+            touched.append((aid, addr[addr >= 0], width))
+        return touched
+
+    return addresses
 
 
 def _chunk_keys(touched: list[tuple[int, np.ndarray, int]], granule: int) -> np.ndarray:
@@ -128,12 +133,13 @@ def block_unique_chunks(accesses: list[Access], launch: Launch, store: bool, gra
     glob = _global(accesses, launch, store, invariant)
     if not glob:
         return tuple(0.0 for _ in granules)
+    addresses = _block_addresser(glob, launch, row_budget)
+    if addresses is None:
+        return tuple(float("nan") for _ in granules)
     classes = edge_classes(launch.grid)
     totals = []
     for block, _ in classes:
-        touched = _block_addresses(glob, launch, block, row_budget)
-        if touched is None:
-            return tuple(float("nan") for _ in granules)
+        touched = addresses(block)
         totals.append([len(np.unique(_chunk_keys(touched, g))) for g in granules])
     weights = [w for _, w in classes]
     return tuple(float(v) for v in np.average(totals, axis=0, weights=weights))
@@ -149,9 +155,10 @@ def sectors_written_in_part(accesses: list[Access], launch: Launch, reach: int =
     if not glob:
         return False
     middle = tuple(g // 2 for g in launch.grid)
-    own = _block_addresses(glob, launch, middle, row_budget)
-    if own is None:
+    addresses = _block_addresser(glob, launch, row_budget)
+    if addresses is None:
         return False
+    own = addresses(middle)
     sectors = np.unique(_chunk_keys(own, SECTOR))
     spans = [range(max(0, m - reach), min(g, m + reach + 1)) for m, g in zip(middle, launch.grid, strict=True)]
     rows_per_block = max(1, sum(len(addr) for _, addr, _ in own))
@@ -161,11 +168,9 @@ def sectors_written_in_part(accesses: list[Access], launch: Launch, reach: int =
     for bx in spans[0]:
         for by in spans[1]:
             for bz in spans[2]:
-                touched = _block_addresses(glob, launch, (bx, by, bz), row_budget)
-                if touched is not None:
-                    w = np.unique(_chunk_keys(touched, 4))
-                    aid, word = np.divmod(w, 1 << 50)
-                    words.append(w[np.isin(aid * (1 << 50) + word // (SECTOR // 4), sectors)])
+                w = _chunk_keys(addresses((bx, by, bz)), 4)
+                aid, word = np.divmod(w, 1 << 50)
+                words.append(w[np.isin(aid * (1 << 50) + word // (SECTOR // 4), sectors)])
     written = np.unique(np.concatenate(words))
     return len(written) < 8 * len(sectors)
 
