@@ -13,6 +13,31 @@ extern "C" __global__ void matmul_naive(const float* __restrict__ A, const float
     }
 }
 
+// matmul_naive that also records, per block, the SM it ran on and its start and end on the global
+// timer (ns): which blocks share an SM's L1, and when (experiments/placement.py).
+extern "C" __global__ void matmul_naive_placed(const float* __restrict__ A, const float* __restrict__ B,
+                                               float* __restrict__ C, int M, int N, int K,
+                                               unsigned long long* __restrict__ place) {
+    unsigned long long t0, t1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float s = 0.f;
+        for (int k = 0; k < K; ++k) s += A[(size_t)row * K + k] * B[(size_t)k * N + col];
+        C[(size_t)row * N + col] = s;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+        unsigned smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+        size_t b = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
+        place[3 * b] = smid;
+        place[3 * b + 1] = t0;
+        place[3 * b + 2] = t1;
+    }
+}
+
 // The uncoalesced pattern: adjacent threads (col) read B[col * K + k], K floats apart.
 extern "C" __global__ void matmul_naive_colmajor_b(const float* __restrict__ A,
                                                    const float* __restrict__ B,
