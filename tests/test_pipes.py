@@ -81,6 +81,9 @@ def test_dirty_at_end_is_the_write_share_of_what_l2_holds():
     assert dirty_at_end(0.0, 5e6, 40e6, partial=False) == 5e6  # never more than was written
     assert dirty_at_end(100e6, 100e6, 40e6, partial=True) == 0.0  # partial sectors: read-modify-write
     assert dirty_at_end(0.0, 0.0, 40e6, partial=False) == 0.0
+    # bound inside the SM: what the reads leave of L2's lines stays dirty, nothing where they fill it
+    assert dirty_at_end(33.5e6, 16.8e6, 40e6, partial=False, in_sm=True) == pytest.approx(6.5e6)
+    assert dirty_at_end(8e9, 67e6, 40e6, partial=False, in_sm=True) == 0.0
 
 
 def test_block_invariant_loads_count_once_per_sm():

@@ -130,11 +130,11 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         terms.append(extra)
     slowest = max(terms, key=lambda t: t.time_s)
     time_s = slowest.time_s
-    # writes still dirty in L2 at the end, for kernels that keep DRAM busy (bound inside the SM, the
-    # L2 writes lines back while DRAM idles). Not taken out of the DRAM time: the barrier-phase rule
-    # was chosen with every write charged (without them: MAPE 6.9 -> 7.7 % on those kernels, any rule).
-    held = ceil.l2_dirty_at_end_bytes.value if ceil.l2_dirty_at_end_bytes and slowest.name not in IN_SM else 0.0
-    dirty = dirty_at_end(dram.read_bytes, dram.write_bytes, held, below.rmw_read_bytes > 0)
+    # writes still dirty in L2 at the end. Not taken out of the DRAM time: the barrier-phase rule was
+    # chosen with every write charged (without them: MAPE 6.9 -> 7.7 % on those kernels, any rule).
+    held = ceil.l2_dirty_at_end_bytes.value if ceil.l2_dirty_at_end_bytes else 0.0
+    dirty = dirty_at_end(dram.read_bytes, dram.write_bytes, held, below.rmw_read_bytes > 0,
+                         slowest.name in IN_SM)
     if dirty:
         notes.append(f"{dirty / 2**20:.1f} MiB of the writes still dirty in L2 at the end (not in ncu's count)")
     if slowest.name in IN_SM and waves > 1:
