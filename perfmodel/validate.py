@@ -118,7 +118,8 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
                     elif row == "warp_instructions":
                         kind = "counter-issue"  # estimated from the SASS around the exact memory counts
                     elif row == "dram_write_bytes_in_kernel":  # the dirty-residue law: for outputs past the floor
-                        kind = "counter-writeback" if pred.dram_write_bytes >= WRITEBACK_FLOOR_BYTES else "counter-noise"
+                        big = pred.dram_write_bytes >= WRITEBACK_FLOOR_BYTES
+                        kind = "counter-writeback" if big else "counter-noise"
                     elif row == "l2_read_sectors":
                         kind = "counter-merged"  # the L2 slices merge SMs' simultaneous requests for a sector
                     add(row, unit, kind, p, m[metric])
