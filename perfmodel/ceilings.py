@@ -43,6 +43,7 @@ class Ceilings:
     blocks_per_s: Ceiling | None = None  # thread blocks launched and retired
     stream_startup_s: Ceiling | None = None  # a DRAM-bound kernel's ramp-up and drain, once
     l2_dirty_at_end_bytes: Ceiling | None = None  # lines L2 holds at a stream's end; its write share stays dirty
+    ncu_dirty_before_bytes: Ceiling | None = None  # dirty lines ncu's own setup leaves before a profiled kernel
     # DRAM latency while other blocks stream reads (and copy): ((bytes moved/s, latency s), ...)
     # in the order measured: scalar streams, then 16-byte streams
     loaded_latency: tuple[tuple[float, float], ...] = ()
@@ -247,6 +248,12 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
             extra["stream_startup_s"] = startup
         if (dirty := _dirty_at_end(data)):
             extra["l2_dirty_at_end_bytes"] = dirty
+        reads_only = data[(data.source == "ncu") & (data.case == "probe.read")
+                          & (data.metric == "dram__bytes_write.sum")]
+        if len(reads_only):  # a kernel that writes nothing, streaming 512 MB through L2, pushes them out
+            extra["ncu_dirty_before_bytes"] = Ceiling(
+                "DRAM writes ncu counts in a kernel that writes nothing", float(reads_only.value.median()), "B",
+                f"measured: probe.read under ncu, median over {len(reads_only)} profiled launches")
         if (m := measured("probe.blocks", lambda c, p, t: p["blocks"] / t if p["blocks"] >= 1 << 18 else None)):
             extra["blocks_per_s"] = Ceiling("thread blocks launched and retired", m[0], "1/s", f"measured: {m[1]}")
         extra.update(_loaded_latency(data, dev))

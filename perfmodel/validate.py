@@ -16,6 +16,10 @@ from .measurements import load, median_times, written_back
 if TYPE_CHECKING:
     import pandas as pd
 
+    from .ceilings import Ceilings
+    from .devices import DeviceSpec
+    from .models.base import Prediction
+
 # compared row -> (Prediction field, ncu metric, unit, scale applied to the prediction)
 COUNTERS = {
     "global_load_requests": ("global_load_requests", "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "request", 1),
@@ -71,6 +75,15 @@ def _rel(pred: float, meas: float) -> float:
     return (pred - meas) / meas
 
 
+def ncu_dirty_before(ceil: Ceilings, pred: Prediction, dev: DeviceSpec) -> float:
+    """What ncu's count of a kernel's DRAM writes holds besides the kernel's own: lines its setup left
+    dirty, written back as the kernel's traffic evicts them (all of them once it moves an L2's worth)."""
+    if ceil.ncu_dirty_before_bytes is None:
+        return 0.0
+    moved = pred.dram_read_bytes + pred.dram_write_bytes
+    return ceil.ncu_dirty_before_bytes.value * min(1.0, moved / dev.l2_bytes)
+
+
 def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bool = True) -> pd.DataFrame:
     """study, case, case_id, params, metric, unit, kind, predicted, measured, rel_error, baseline."""
     import pandas as pd
@@ -87,8 +100,9 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
     events = median_times(data)
     driver = data[(data.source == "driver") & (data.metric == "blocks_per_sm")].groupby("case_id").value.first()
     cases = data[data.case.isin(REGISTRY)].drop_duplicates("case_id")[["study", "case", "case_id", "params"]]
-    ceiling_ids = {c.source.removeprefix("measured: ") for c in ceilings(dev).all()}
-    ceiling_ids |= {cid for c in ceilings(dev).all() for cid in c.cases}
+    ceil_dev = ceilings(dev)
+    ceiling_ids = {c.source.removeprefix("measured: ") for c in ceil_dev.all()}
+    ceiling_ids |= {cid for c in ceil_dev.all() for cid in c.cases}
     rows: list[dict] = []
     t0 = time.time()
     for i, (_, c) in enumerate(cases.iterrows(), 1):
@@ -108,6 +122,8 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
             for row, (field, metric, unit, scale) in COUNTERS.items():
                 if metric in m and not np.isnan(m[metric]):
                     p = getattr(pred, field) * scale
+                    if row == "dram_write_bytes_in_kernel":
+                        p += ncu_dirty_before(ceil_dev, pred, dev)
                     if p == 0 and m[metric] == 0:
                         continue
                     kind = "counter-l1" if row in EXACT else "counter"
