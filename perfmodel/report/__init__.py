@@ -125,11 +125,13 @@ CUDA-event times and the driver's occupancy API. Rebuild with <code>perfmodel re
 <h2>Counters</h2>{counters}
 <p><small>Kinds in the tables: <i>counter-l1</i> exact L1 counts; <i>counter-merged</i> the L2 slices'
 read count, which is lower than what the L1s request where SMs ask for the same sectors at once;
-<i>counter-writeback</i> DRAM writes during the kernel (lines left dirty in L2 leave later; the
-<i>dram_write_bytes</i> rows add what the next flush writes back); <i>counter-noise</i> DRAM counts under
-1 MiB, and write-back totals under 16 MiB (each profiled kernel adds 0.1-0.9 MB that no output
-explains); <i>counter-stage</i> the pipes the time model uses; <i>time-ceiling</i> the probes that define
-a ceiling (shown, not counted).</small></p>
+<i>counter-writeback</i> DRAM writes during the kernel, as ncu counts them (lines left dirty in L2 leave
+later; ncu's own setup leaves ~2.4 MB dirty that the kernel pushes out, measured on a read stream that
+writes nothing and added to the prediction here; the <i>dram_write_bytes</i> rows add what the next flush
+writes back); <i>counter-noise</i> DRAM counts under 1 MiB, and write-back totals under 16 MiB (each
+profiled kernel adds 0.1-0.9 MB that no output explains); <i>counter-stage</i> the pipes the time model
+uses (shared wavefronts in the L1 data stage among them); <i>time-ceiling</i> the probes that define a
+ceiling (shown, not counted).</small></p>
 <table><tr><th>study</th><th>accuracy</th><th>figure</th></tr>{''.join(rows)}</table>
 <h2>Accuracy by study</h2>{summ.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0)}
 <h2>Provenance of the data</h2>{_provenance(data)}
