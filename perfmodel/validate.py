@@ -153,7 +153,8 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
             flop_metrics = ["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
                             "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
                             "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"]
-            if pred.flops and all(f in m for f in flop_metrics) and c.case.startswith(("matmul", "probe.fma")):
+            if pred.flops and all(f in m and not np.isnan(m[f]) for f in flop_metrics) \
+                    and c.case.startswith(("matmul", "probe.fma")):
                 add("flops", "FLOP", "counter", pred.flops, 2 * m[flop_metrics[0]] + m[flop_metrics[1]]
                     + m[flop_metrics[2]])
         if c.case_id in wb.index:
