@@ -75,6 +75,11 @@ PIPES = ["alu", "fma", "fmaheavy", "fmalite", "lsu", "uniform", "cbu", "adu", "x
 PIPE_METRICS = [f"sm__inst_executed_pipe_{p}.sum{s}" for p in PIPES for s in ("", ".peak_sustained")] + [
     f"sm__pipe_{p}_cycles_active.sum{s}" for p in ("alu", "fma", "fmaheavy", "fmalite") for s in ("", ".peak_sustained")
 ] + ["smsp__issue_active.sum", "smsp__issue_active.sum.peak_sustained", "sm__cycles_active.sum"]
+# why warps did not issue: warps stalled for each reason per issued instruction
+STALLS = ["barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", "lg_throttle", "long_scoreboard",
+          "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
+          "short_scoreboard", "sleeping", "tex_throttle", "wait"]
+STALL_METRICS = [f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS]
 
 # DRAM writes a kernel causes, dirty lines left in L2 included: profiled without ncu's cache control,
 # the kernel between two reading L2 flushes; the second flush's write-backs are the kernel's residue
@@ -170,7 +175,7 @@ def parse(raw: Path, manifest: Path) -> list[Measurement]:
             rows.append(Measurement(info["study"], info["case"], info["case_id"], params_json(info["params"]),
                                     "flush_sink_bytes", "B", "value", 0.0, WRITEBACK_SOURCE))
         for metric in df.columns:
-            if metric not in METRICS and metric not in DETAIL_METRICS and metric not in PIPE_METRICS:
+            if metric not in (*METRICS, *DETAIL_METRICS, *PIPE_METRICS, *STALL_METRICS):
                 continue
             value = pd.to_numeric(str(rec[metric]).replace(",", ""), errors="coerce")
             if pd.isna(value):
