@@ -384,3 +384,17 @@ def test_issue_bound_probes_are_not_pipe_bound():
              for p in PIPES if f"sm__inst_executed_pipe_{p}.sum" in w}
     busiest = np.max(np.vstack(list(share.values())), axis=0)
     assert len(share) >= 8 and (busiest < 0.65).all(), share
+
+
+def test_issue_bound_probes_stall_on_the_integer_multiply_pipe():
+    """Their warps wait on a throttled math pipe and on dispatch (plan h200_stalls), as the README says."""
+    from perfmodel.measurements import load
+
+    d = load("h200")
+    d = d[(d.source == "ncu") & d.case.isin(["probe.load_lines", "probe.store_lines"])
+          & d.metric.str.startswith("smsp__average_warps_issue_stalled_")]
+    w = d.pivot_table(index="case_id", columns="metric", values="value", aggfunc="median")
+    stalled = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+    assert len(w) >= 2
+    assert (w[stalled.format("math_pipe_throttle")] > 2).all() and (w[stalled.format("dispatch_stall")] > 1).all()
+    assert (w[stalled.format("long_scoreboard")] < 0.5).all()  # not waiting on memory
