@@ -187,10 +187,9 @@ def cmd_predict(a: argparse.Namespace, extra: list[str]) -> None:
           + (f"; warp instructions {p.warp_instructions:.4g} (from the SASS)" if p.warp_instructions else ""))
     ai = p.arithmetic_intensity
     print("  arithmetic intensity: " + ", ".join(f"{k} {v:.3g} FLOP/B" for k, v in ai.items()))
-    if p.occupancy:
-        o = p.occupancy
-        print(f"  occupancy {100 * o.occupancy:.0f} % ({o.blocks_per_sm} blocks/SM, limited by "
-              f"{', '.join(o.limiters)}); {p.blocks} blocks = {p.waves:.2f} waves of {p.resident_blocks}")
+    o = p.occupancy
+    print(f"  occupancy {100 * o.occupancy:.0f} % ({o.blocks_per_sm} blocks/SM, limited by "
+          f"{', '.join(o.limiters)}); {p.blocks} blocks = {p.waves:.2f} waves of {p.resident_blocks}")
     print("  time breakdown:")
     for t in sorted(p.breakdown, key=lambda t: -t.time_s):
         print(f"    {t.name:8s} {t.time_s * 1e6:10.2f} µs  ({t.note})")

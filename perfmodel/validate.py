@@ -139,17 +139,16 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
                     elif row == "l2_read_sectors":
                         kind = "counter-merged"  # the L2 slices merge SMs' simultaneous requests for a sector
                     add(row, unit, kind, p, m[metric])
-            if pred.occupancy is not None:
-                occ = pred.occupancy
-                if "sm__maximum_warps_per_active_cycle_pct" in m:
-                    add("theoretical_occupancy_pct", "%", "occupancy", round(100 * occ.occupancy, 2),
-                        m["sm__maximum_warps_per_active_cycle_pct"])
-                limits = {"warps": occ.block_limit_warps, "registers": occ.block_limit_registers,
-                          "shared_memory": occ.block_limit_shared_memory_at_carveout,
-                          "blocks": occ.block_limit_blocks}
-                for name, metric in LIMITS.items():
-                    if metric in m and limits[name] is not None:
-                        add(f"block_limit_{name}", "block", "occupancy", limits[name], m[metric])
+            occ = pred.occupancy
+            if "sm__maximum_warps_per_active_cycle_pct" in m:
+                add("theoretical_occupancy_pct", "%", "occupancy", round(100 * occ.occupancy, 2),
+                    m["sm__maximum_warps_per_active_cycle_pct"])
+            limits = {"warps": occ.block_limit_warps, "registers": occ.block_limit_registers,
+                      "shared_memory": occ.block_limit_shared_memory_at_carveout,
+                      "blocks": occ.block_limit_blocks}
+            for name, metric in LIMITS.items():
+                if metric in m and limits[name] is not None:
+                    add(f"block_limit_{name}", "block", "occupancy", limits[name], m[metric])
             flop_metrics = ["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
                             "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
                             "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"]
@@ -164,7 +163,7 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
             if p or m_all:
                 add("dram_write_bytes", "B", "counter-noise" if max(p, m_all) < WRITEBACK_FLOOR_BYTES else "counter",
                     p, m_all)
-        if c.case_id in driver.index and pred.occupancy is not None:
+        if c.case_id in driver.index:
             add("blocks_per_sm", "block", "occupancy", pred.occupancy.blocks_per_sm, driver[c.case_id])
         if c.case_id in events.index:
             # a probe that defines a ceiling predicts itself: shown, but not counted as validation

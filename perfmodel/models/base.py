@@ -39,7 +39,7 @@ class Prediction:
     dram_write_bytes: int
     smem_load_wavefronts: int
     smem_store_wavefronts: int
-    occupancy: Occupancy | None
+    occupancy: Occupancy
     resident_blocks: int  # blocks resident on the whole device at once
     blocks: int
     waves: float
