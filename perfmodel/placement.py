@@ -34,7 +34,7 @@ class Placement:
 
 def recorded(case_size: int, device: str = "h200") -> list[Placement]:
     """The launches experiments/placement.py recorded for matmul.naive at m = n = k = case_size."""
-    z = np.load(DATA_DIR / device / "checks" / "placement" / f"placement-m{case_size}.npz")
+    z = np.load(_file(case_size, device))
     grid = tuple(int(g) for g in z["grid"])
     return [Placement(z["sm"][i], z["start_ns"][i], z["end_ns"][i], grid) for i in range(len(z["sm"]))]
 
@@ -76,8 +76,8 @@ def l1_requested_sectors(case: str, params: dict[str, int], placement: Placement
 def explained(sizes: tuple[int, ...] = (1000, 1024, 2048), device: str = "h200") -> dict[int, float]:
     """matmul.naive: mean over the recorded launches of the L1-requested sectors with co-resident sharing."""
     return {m: float(np.mean([l1_requested_sectors("matmul.naive", {"m": m, "n": m, "k": m}, pl, device)
-                              for pl in recorded(m, device)])) for m in sizes if _has(m, device)}
+                              for pl in recorded(m, device)])) for m in sizes if _file(m, device).exists()}
 
 
-def _has(m: int, device: str) -> bool:
-    return Path(DATA_DIR / device / "checks" / "placement" / f"placement-m{m}.npz").exists()
+def _file(m: int, device: str) -> Path:
+    return DATA_DIR / device / "checks" / "placement" / f"placement-m{m}.npz"

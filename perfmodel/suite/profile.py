@@ -70,7 +70,7 @@ DETAIL_METRICS = [
     "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
 ]
 
-# instructions per execution pipe and each pipe's peak per cycle as ncu knows it (the issue model's rates)
+# instructions per execution pipe and each pipe's peak per cycle as ncu knows it (plan h200_pipes)
 PIPES = ["alu", "fma", "fmaheavy", "fmalite", "lsu", "uniform", "cbu", "adu", "xu", "fp64"]
 PIPE_METRICS = [f"sm__inst_executed_pipe_{p}.sum{s}" for p in PIPES for s in ("", ".peak_sustained")] + [
     f"sm__pipe_{p}_cycles_active.sum{s}" for p in ("alu", "fma", "fmaheavy", "fmalite") for s in ("", ".peak_sustained")
@@ -80,6 +80,7 @@ STALLS = ["barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", 
           "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
           "short_scoreboard", "sleeping", "tex_throttle", "wait"]
 STALL_METRICS = [f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS]
+KEPT = frozenset(METRICS + DETAIL_METRICS + PIPE_METRICS + STALL_METRICS)  # the columns parse() records
 
 # DRAM writes a kernel causes, dirty lines left in L2 included: profiled without ncu's cache control,
 # the kernel between two reading L2 flushes; the second flush's write-backs are the kernel's residue
@@ -175,7 +176,7 @@ def parse(raw: Path, manifest: Path) -> list[Measurement]:
             rows.append(Measurement(info["study"], info["case"], info["case_id"], params_json(info["params"]),
                                     "flush_sink_bytes", "B", "value", 0.0, WRITEBACK_SOURCE))
         for metric in df.columns:
-            if metric not in (*METRICS, *DETAIL_METRICS, *PIPE_METRICS, *STALL_METRICS):
+            if metric not in KEPT:
                 continue
             value = pd.to_numeric(str(rec[metric]).replace(",", ""), errors="coerce")
             if pd.isna(value):

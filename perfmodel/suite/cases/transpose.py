@@ -20,8 +20,11 @@ def _bytes(p) -> tuple[int, int]:
     return 4 * p["rows"] * p["cols"], 4 * p["rows"] * p["cols"]
 
 
+NAIVE_BLOCK_ROWS = 8  # transpose.naive's 32 x 8 threads; transpose.naive_rows varies it
+
+
 def _naive_launch(p) -> Launch:
-    rows_per_block = p.get("block_rows", 8)
+    rows_per_block = p.get("block_rows", NAIVE_BLOCK_ROWS)
     return Launch(block=(32, rows_per_block, 1), grid=(cdiv(p["cols"], 32), cdiv(p["rows"], rows_per_block), 1),
                   params=dict(p), defs={"x": "bx*32 + tx", "y": f"by*{rows_per_block} + ty"})
 
@@ -38,7 +41,8 @@ register(KernelCase(
     description="one element per thread; stores rows floats apart"))
 
 register(KernelCase(
-    name="transpose.naive_rows", study="transpose", source="transpose.cu", defaults={**SIZE, "block_rows": 8},
+    name="transpose.naive_rows", study="transpose", source="transpose.cu",
+    defaults={**SIZE, "block_rows": NAIVE_BLOCK_ROWS},
     entry=lambda p: "transpose_naive", launch=_naive_launch, accesses=_naive_accesses,
     setup=_setup, compulsory_bytes=_bytes, model="stream",
     description="the naive transpose with 32 x BLOCK_ROWS threads: how many consecutive output floats "
