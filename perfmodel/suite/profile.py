@@ -68,6 +68,9 @@ DETAIL_METRICS = [
     "smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio",
     "smsp__average_warps_issue_stalled_drain_per_issue_active.ratio",
     "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+    # sectors L2 filled from DRAM (reads, and partial sectors completed before their write-back), and
+    # writes that crossed to the other L2 partition
+    "lts__d_sectors_fill_device.sum", "lts__t_sectors_srcunit_ltcfabric_op_write.sum",
 ]
 
 # instructions per execution pipe and each pipe's peak per cycle as ncu knows it (plan h200_pipes)
