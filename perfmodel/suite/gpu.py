@@ -201,6 +201,18 @@ class L2Flusher:
                    [self.buf, self.sink, np.uint64(self.words // 4), np.float32(1.0)])
 
 
+class Spinner:
+    """One warp spinning `seconds` on the SM clock (probes.cu spin): queued before the start event, it
+    keeps the GPU busy while the host enqueues the timed launch."""
+
+    def __init__(self, seconds: float = 50e-6) -> None:
+        self.kernel = kernel("probes.cu", "spin")
+        self.cycles = np.int64(seconds * device_properties()["clockRate"] * 1e3)
+
+    def __call__(self) -> None:
+        launch(self.kernel, (1, 1, 1), (32, 1, 1), [self.cycles])
+
+
 def time_launches(run: Any, reps: int, warmup: int = 2, before: Any = None,
                   budget_s: float = 1.0) -> np.ndarray:
     """Seconds per call of run(), each timed with CUDA events; `before` runs outside the events."""
