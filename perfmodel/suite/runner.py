@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from ..devices import DeviceSpec
-from ..measurements import READ_FLUSH, Measurement
+from ..measurements import BUSY_WARM, READ_FLUSH, Measurement
 from . import gpu
 from .plan import PlannedCase, case_id, params_json
 from .registry import KernelCase, Setup, get
@@ -92,12 +92,12 @@ def check(bound: Bound, rng: np.random.Generator) -> float:
         bufs.free()
 
 
-def time_case(bound: Bound, rng: np.random.Generator, flusher: gpu.L2Flusher | None,
+def time_case(bound: Bound, rng: np.random.Generator, before: Callable[[], None] | None,
               reps: int = 50, budget_s: float = 0.6) -> np.ndarray:
     setup = bound.case.setup(bound.params, rng)
     bufs, args = bound.upload(setup)
     try:
-        times = gpu.time_launches(bound.runner(args), reps=reps, before=flusher, budget_s=budget_s)
+        times = gpu.time_launches(bound.runner(args), reps=reps, before=before, budget_s=budget_s)
         for name in setup.output_shapes() if setup.dense else ():
             out = bufs.download(name)
             if not np.all(np.isfinite(out)):
@@ -147,9 +147,10 @@ def measure(pc: PlannedCase, spec: DeviceSpec, flusher: gpu.L2Flusher, rng: np.r
             row("blocks_per_sm", "1", "value", blocks, "driver")
         if pc.time:
             cold = pc.cold and flusher is not None
-            source = READ_FLUSH if cold and flusher.mode == "read" else "events"  # clean L2, or written
-            rows.extend(time_rows(case.study, pc.name, pc.params,
-                                  time_case(bound, rng, flusher if pc.cold else None), source=source))
+            # clean L2, or written; warm launches behind a spinning warp (no host latency timed)
+            source = (READ_FLUSH if flusher.mode == "read" else "events") if cold else BUSY_WARM
+            before = flusher if cold else gpu.Spinner()
+            rows.extend(time_rows(case.study, pc.name, pc.params, time_case(bound, rng, before), source=source))
     except Exception as exc:  # noqa: BLE001 - a failing case is data, and the run goes on
         row("check_passed", "1", "value", 0.0, "check")
         print(f"  FAILED {cid}: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
