@@ -38,6 +38,7 @@ class ArchFacts:
     bank_width_bytes: int = 4
     warp_schedulers: int = 4  # per SM, each issues one warp instruction per cycle
     dram_granule_bytes: int = 32  # smallest DRAM read (the H200 reads 64-byte sector pairs)
+    l2_partitions: int = 1  # halves joined by a fabric (GA100, GH100, GB100): an SM's near half fills first
 
     @property
     def compute_capability(self) -> str:
@@ -107,4 +108,5 @@ def arch(major: int, minor: int) -> ArchFacts:
         barrier_slots_per_block_limit=_barrier_slots(major, minor),
         reserved_smem_per_block_bytes=1 * KiB if major >= 8 else 0,
         dram_granule_bytes=64 if (major, minor) in ((8, 0), (9, 0), (10, 0)) else 32,
+        l2_partitions=2 if (major, minor) in ((8, 0), (9, 0), (10, 0)) else 1,
     )

@@ -4,7 +4,7 @@ L1 (requests, sectors, data-stage wavefronts, tag passes): exact counts from per
 L2 reads: the distinct sectors each block loads (L1 reuse inside a block, none across blocks),
 block-invariant addresses once per SM.
 L2 requests: one per (warp request, line), stores of load-free kernels combined per block and line;
-past L2's capacity, first writes are sector fills or read-modify-writes (`l2_requests`).
+past one L2 partition's capacity, first writes are sector fills or read-modify-writes (`l2_requests`).
 DRAM: each array once while the kernel's footprint fits in L2; past that, per-family reuse
 models (matmul: the operand shared across block rows is streamed again for every wave of
 resident blocks, in each L2 partition).
@@ -236,8 +236,11 @@ def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, par
     """Reads: the L2-bound sectors in the loads' own sectors-per-line. Writes: one per (store
     request, line) - or per distinct line of the block's warps at one store, for kernels without
     global loads, whose warps issue their stores together and L1 combines them (H200: 8 warps'
-    4-byte stores into 8 full lines, probe.scatter_store). Past L2's capacity the first write to
-    each sector misses; a miss costs a DRAM read first when the kernel writes sectors in part."""
+    4-byte stores into 8 full lines, probe.scatter_store). Past `l2_bytes` (one L2 partition where
+    L2 has two) the first write to each sector misses; a miss costs a DRAM read first when the
+    kernel writes sectors in part. Measured on the naive transpose: its time steps up past 1024²
+    and by 1984² (30.03 MiB), not at the whole L2 - 1984²-2560² ran 5-13 % slower than the model
+    without fills there, within 7 % with them (reports/h200: transpose)."""
     read = l2_read_bytes / SECTOR * (l1.load_lines / l1.load_sectors) if l1.load_sectors else 0.0
     merged = not has_loads and l1.store_block_lines < l1.store_lines
     writes = float(l1.store_block_lines if merged else l1.store_lines)
@@ -295,7 +298,8 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         notes.append("partially written sectors: read-modify-write in DRAM")
     dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params)
     notes.append(dram.note)
-    req = l2_requests(l1, l2_read, written, partial, sum(compulsory), dev.l2_bytes, l1.load_requests > 0)
+    near = dev.l2_bytes // dev.arch.l2_partitions  # what L2 holds before first writes cost fills
+    req = l2_requests(l1, l2_read, written, partial, sum(compulsory), near, l1.load_requests > 0)
     l2_write = l1.store_sectors * SECTOR
     if req.merged:
         notes.append("stores of the block's warps combined per line in L1 (no global loads)")
