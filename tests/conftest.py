@@ -6,14 +6,21 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def comparison():
+def recorded():
+    """Every recorded H200 measurement (reports/data/h200)."""
     from perfmodel.measurements import load
-    from perfmodel.validate import compare
 
     data = load("h200")
     if not len(data):
         pytest.skip("no recorded H200 data under reports/data/h200")
-    return compare("h200", data, progress=False)
+    return data
+
+
+@pytest.fixture(scope="session")
+def comparison(recorded):
+    from perfmodel.validate import compare
+
+    return compare("h200", recorded, progress=False)
 
 
 def describe(rows) -> str:

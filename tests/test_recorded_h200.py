@@ -94,20 +94,37 @@ def test_dram_reads(comparison):
 def test_naive_transpose_block_shapes(comparison):
     """32 x R threads write R consecutive floats of each of 32 output columns: below R = 8 a block
     writes its sectors in part and the R-row blocks below complete them. Measured: no read-modify-
-    write (the model once charged one per sector); time within 10 % (within 5 % for R <= 4) once first
-    writes are counted per sector of the kernel, not per block (R = 1 is bound by block launches).
-    The DRAM excess - the same bytes read and written, 0.5-10 %, largest at R = 2 - stays unexplained."""
+    write (the model once charged one per sector); time within 10 % at 1024² to 8192² once first
+    writes are counted per sector of the kernel, not per block, and cost fills past one L2 partition
+    (R = 1 is bound by block launches)."""
     t = comparison[comparison.case.eq("transpose.naive_rows")]
-    assert len(t[t.metric == "time_s"]) == 12
     timed = t[t.metric == "time_s"]
+    assert len(timed) >= 40
     assert timed.rel_error.abs().max() < 0.10, describe(timed)
-    narrow = timed[timed.case_id.str.contains(r"block_rows=[124],")]
-    assert len(narrow) == 6 and narrow.rel_error.abs().max() < 0.05, describe(narrow)
+    assert timed.rel_error.abs().mean() < 0.035, describe(timed)
     reads = t[t.metric == "dram_read_bytes"].set_index("case_id")
-    writes = t[t.metric == "dram_write_bytes"].set_index("case_id")
-    assert reads.rel_error.between(-0.10, 0).all(), describe(reads)
-    excess = (reads.measured - reads.predicted) - (writes.measured - writes.predicted).reindex(reads.index)
-    assert (excess.abs() < 0.01 * reads.predicted).all(), excess  # as many bytes read as written extra
+    assert reads.rel_error.between(-0.11, 0).all(), describe(reads)
+
+
+def test_naive_transpose_fills_partial_sectors_from_dram(recorded):
+    """The naive transposes' extra DRAM reads are L2 filling sectors from DRAM (lts__d_sectors_fill_device
+    x 32 B equals dram__bytes_read) - sectors the kernel writes in 4-byte pieces, since its reads are
+    the input's sectors once (L2 read misses = the input). Not capacity: none at 1024² (8 MiB), yet
+    1.4-6.3 % at 1536²-2560², where both arrays fit in L2; up to 10 % beyond. Not modelled (a gap)."""
+    n = recorded[(recorded.source == "ncu") & recorded.case.isin(["transpose.naive", "transpose.naive_rows"])]
+    w = n.pivot_table(index="case_id", columns="metric", values="value", aggfunc="last")
+    w = w.dropna(subset=["lts__d_sectors_fill_device.sum"])
+    assert len(w) >= 30
+    fills = 32 * w["lts__d_sectors_fill_device.sum"]
+    off = (fills / w["dram__bytes_read.sum"] - 1).abs()
+    assert (off < 0.005).all(), off[off >= 0.005]
+    rows = w.index.str.extract(r"[\[,]rows=(\d+)", expand=False).astype(int).to_numpy()
+    block_rows = w.index.str.extract(r"block_rows=(\d+)", expand=False).fillna(8).astype(int).to_numpy()
+    excess = w["dram__bytes_read.sum"].to_numpy() / (4.0 * rows**2) - 1
+    assert (np.abs(excess[rows == 1024]) < 0.002).all()
+    fits = (rows >= 1536) & (8 * rows**2 < H200.l2_bytes) & (block_rows > 1)  # 32 x 1 blocks: < 0.5 %
+    assert fits.sum() >= 8 and (excess[fits] > 0.01).all() and (excess[fits] < 0.07).all(), excess[fits]
+    assert excess.max() < 0.11
 
 
 def test_matmul_dram_reuse_model_at_4096(comparison):
@@ -152,18 +169,20 @@ def test_dram_writes_in_the_kernel(comparison):
 def test_dram_writes_with_the_residue(comparison):
     """The kernel between two reading flushes, without ncu's cache control: its writes plus the
     second flush's are everything it wrote. Outputs of 16 MiB and more within 5 % (the naive
-    transpose's scattered 4-byte stores write 6-8 % more, as its reads are 6-8 % more); below that a
-    floor of ~0.1-0.9 MB per profiled kernel that no output explains (ncu's own records, presumably)."""
+    transpose's scattered 4-byte stores write up to 10 % more, as its reads are more: the sectors L2
+    fills from DRAM); below that a floor of ~0.1-0.9 MB per profiled kernel that no output explains
+    (ncu's own records, presumably), and up to 2.2 MB (14 %) more for the naive transposes."""
     t = comparison[comparison.metric == "dram_write_bytes"]
     assert len(t) >= 80
-    big = t[t.predicted >= 16 << 20]
-    scattered = big.case.isin(["transpose.naive", "transpose.naive_rows"])
-    bad = big[~scattered & (big.rel_error.abs() > 0.05)]
-    assert len(big) >= 50 and bad.empty, describe(bad)
-    assert big[scattered].rel_error.between(-0.10, 0).all(), describe(big[scattered])
-    small = t[t.predicted < 16 << 20]
-    off = small[(small.measured - small.predicted).abs() > 1.2e6]
+    scattered = t.case.isin(["transpose.naive", "transpose.naive_rows"])
+    big = t.predicted >= 16 << 20
+    bad = t[big & ~scattered & (t.rel_error.abs() > 0.05)]
+    assert (big & ~scattered).sum() >= 50 and bad.empty, describe(bad)
+    assert t[big & scattered].rel_error.between(-0.10, 0.01).all(), describe(t[big & scattered])
+    off = t[~big & ~scattered & ((t.measured - t.predicted).abs() > 1.2e6)]
     assert off.empty, describe(off)
+    extra = t[~big & scattered]
+    assert extra.rel_error.between(-0.20, 0.01).all() and (extra.measured - extra.predicted).max() < 2.5e6
 
 
 def test_l2_reads_requested_by_l1(comparison):
@@ -364,14 +383,13 @@ def test_stream_startup_predicts_small_streams(comparison):
     assert len(copies) >= 8 and copies.rel_error.between(-0.05, 0.16).all(), describe(copies)
 
 
-def test_issue_bound_probes_are_not_pipe_bound():
+def test_issue_bound_probes_are_not_pipe_bound(recorded):
     """The probes the model calls issue-bound run at ~2.9 warp instructions per SM per cycle, not 4;
     ncu's per-pipe counts and peaks (plan h200_pipes) show no pipe near its peak, so a per-pipe issue
     model would not explain the gap (the README says so)."""
-    from perfmodel.measurements import load
     from perfmodel.suite.profile import PIPES
 
-    d = load("h200")
+    d = recorded
     d = d[(d.source == "ncu") & d.case.isin(["probe.load_lines", "probe.store_lines"])]
     w = d.pivot_table(index="case_id", columns="metric", values="value", aggfunc="median")
     w = w.dropna(subset=["sm__inst_executed_pipe_alu.sum.peak_sustained"])
@@ -386,11 +404,9 @@ def test_issue_bound_probes_are_not_pipe_bound():
     assert len(share) >= 8 and (busiest < 0.65).all(), share
 
 
-def test_issue_bound_probes_stall_on_the_integer_multiply_pipe():
+def test_issue_bound_probes_stall_on_the_integer_multiply_pipe(recorded):
     """Their warps wait on a throttled math pipe and on dispatch (plan h200_stalls), as the README says."""
-    from perfmodel.measurements import load
-
-    d = load("h200")
+    d = recorded
     d = d[(d.source == "ncu") & d.case.isin(["probe.load_lines", "probe.store_lines"])
           & d.metric.str.startswith("smsp__average_warps_issue_stalled_")]
     stalled = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"

@@ -322,22 +322,27 @@ def transpose_study(dev, data, table, ceil, folder: Path) -> Page:
                       "cases). The naive kernel is bound by L2 write requests: one per (store, line), 32 per "
                       "warp store, at the rate probe.store_lines measures (73 G/s when L2 holds the line, 42 G/s "
                       "for the first write of a whole sector, 23 G/s for a sector written in part that must be "
-                      "read from DRAM first); with 32 x 1 threads per block it is bound by block launches. "
-                      "Counters match apart from the naive kernel's DRAM bytes: it reads and writes the same "
-                      "extra bytes, 0.5-10 % of its arrays depending on the block's rows (below), which no "
-                      "completion of sectors, 64-byte pairs or lines explains - a gap, not modelled. Blocks "
-                      "of fewer than 8 rows write their sectors in part, yet cost no read-modify-write: the "
-                      "blocks beside them complete the sectors.")
-    rows = table[table.case.eq("transpose.naive_rows") & table.metric.isin(["dram_read_bytes", "dram_write_bytes"])
+                      "read from DRAM first); first writes cost fills once the arrays outgrow one L2 partition "
+                      "(30 MiB, half the L2: measured, the time steps up by 1984², not at 60 MiB); with 32 x 1 "
+                      "threads per block it is bound by block launches. Counters match apart from the naive "
+                      "kernel's DRAM bytes: L2 fills some of the sectors it writes in 4-byte pieces from DRAM "
+                      "(ncu's lts__d_sectors_fill_device is exactly its DRAM reads), and from 2560² on writes "
+                      "as many bytes extra - none at 1024² (8 MiB), 1.4-4 % at 1536²-2112², where the arrays "
+                      "fit in L2 and under 1 MB is written back during the kernel, 3-10 % from 2560² on, most "
+                      "at 2 and 4 block rows (below). Not modelled: "
+                      "neither capacity nor the completion of sectors, 64-byte pairs or lines explains it. "
+                      "Blocks of fewer than 8 rows write their sectors in part, yet cost no read-modify-write: "
+                      "the blocks beside them complete the sectors.")
+    rows = table[table.case.eq("transpose.naive_rows") & table.metric.eq("dram_read_bytes")
                  & table.kind.eq("counter")].copy()
     if len(rows):
-        rows["block_rows"], rows["size"] = _p(rows, "block_rows"), _p(rows, "rows")
+        rows["block_rows"], rows["footprint_mib"] = _p(rows, "block_rows"), 8 * _p(rows, "rows") ** 2 / 2**20
         rows["excess_pct"] = 100 * (rows.measured / rows.predicted - 1)
-        w = rows.pivot_table(index=["size", "block_rows"], columns="metric", values="excess_pct").reset_index()
         page.figures.append(("naive transpose block shapes", figures.lines(
-            w, "block_rows", [("dram_read_bytes", "o-", "reads"), ("dram_write_bytes", "s--", "writes (with residue)")],
-            folder / "transpose_naive_rows.png", "Naive transpose at 32 x block_rows threads: DRAM bytes over "
-            "the arrays", "block_rows", "excess over the model (%)", group="size", logx=True)))
+            rows, "footprint_mib", [("excess_pct", "o-", "DRAM reads")], folder / "transpose_naive_rows.png",
+            "Naive transpose at 32 x block_rows threads: DRAM reads over the arrays (ncu, L2 emptied first)",
+            "arrays read and written (MiB)", "excess over the model (%)", group="block_rows", logx=True,
+            marks=[(dev.l2_bytes / 2**20 / 2, "one L2 partition"), (dev.l2_bytes / 2**20, "L2")])))
     t = table[(table.study == "transpose") & (table.kind == "time")]
     page.figures.append(("transpose bars", figures.bars(
         [c.replace("transpose.", "") for c in t.case_id], {"predicted": list(t.predicted * 1e6),
