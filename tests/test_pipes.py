@@ -81,6 +81,8 @@ def test_dirty_at_end_is_the_write_share_of_what_l2_holds():
     assert dirty_at_end(0.0, 5e6, 40e6, partial=False) == 5e6  # never more than was written
     assert dirty_at_end(100e6, 100e6, 40e6, partial=True) == 0.0  # partial sectors: read-modify-write
     assert dirty_at_end(0.0, 0.0, 40e6, partial=False) == 0.0
+    # L2 holds whole lines: a store stream filling one sector of each keeps a quarter of the bytes dirty
+    assert dirty_at_end(0.0, 500e6, 40e6, partial=False, sectors_per_line=1.0) == pytest.approx(10e6)
     # bound inside the SM: what the reads leave of L2's lines stays dirty, nothing where they fill it
     assert dirty_at_end(33.5e6, 16.8e6, 40e6, partial=False, in_sm=True) == pytest.approx(6.5e6)
     assert dirty_at_end(8e9, 67e6, 40e6, partial=False, in_sm=True) == 0.0
@@ -134,15 +136,31 @@ def _sectors_of_block(accesses, launch, block):
 def test_sectors_written_in_part_are_judged_over_the_neighbouring_blocks():
     """A 32 x 1 block writes one word of each of 32 sectors; the 7 blocks below complete them, so the
     kernel writes no sector in part (measured: no DRAM read-modify-write, transpose.naive_rows)."""
-    from perfmodel.models.traffic import sectors_written_in_part
+    from perfmodel.models.traffic import written_sectors
     from perfmodel.suite.registry import get
 
     def partial(name, **p):
         case = get(name)
         p = case.bind(**p)
-        return sectors_written_in_part(case.accesses(p), case.launch(p))
+        return written_sectors(case.accesses(p), case.launch(p)).partial
 
     assert not partial("transpose.naive_rows", rows=1024, cols=1024, block_rows=1)
     assert not partial("transpose.naive", rows=1024, cols=1024)
     assert partial("mem.global_store", stride=2, width=4, offset=0)
     assert not partial("mem.global_store", stride=1, width=4, offset=0)
+
+
+def test_sectors_written_per_line():
+    """Lines a block alone writes: the sectors it fills of each; lines other blocks share: complete."""
+    from perfmodel.models.traffic import written_sectors
+    from perfmodel.suite.registry import get
+
+    def per_line(name, **p):
+        case = get(name)
+        p = case.bind(**p)
+        return written_sectors(case.accesses(p), case.launch(p)).per_line
+
+    assert per_line("probe.store_lines", lines=4, footprint_lines=1 << 24, passes=497) == 1.0
+    assert per_line("probe.store_lines", lines=2, footprint_lines=1 << 16, passes=64) == 2.0
+    assert per_line("probe.store_lines", lines=1, footprint_lines=1 << 24, passes=1986) == 4.0
+    assert per_line("transpose.naive_rows", rows=4096, cols=4096, block_rows=1) == 4.0

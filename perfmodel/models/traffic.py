@@ -145,34 +145,50 @@ def block_unique_chunks(accesses: list[Access], launch: Launch, store: bool, gra
     return tuple(float(v) for v in np.average(totals, axis=0, weights=weights))
 
 
-def sectors_written_in_part(accesses: list[Access], launch: Launch, reach: int = 8,
-                            row_budget: int = 4_000_000) -> bool:
-    """Whether the kernel leaves some sector it writes partly unwritten: the words that the blocks
-    within `reach` of the middle block (per grid dimension) write into the middle block's sectors,
-    fewer than 8 per sector. A block may write sectors in part that its neighbours complete (the
-    naive transpose at 32 x 1 threads: measured, no read-modify-write)."""
+@dataclass(frozen=True)
+class WrittenSectors:
+    """How the kernel's stores fill what they touch, judged around the middle block."""
+
+    partial: bool  # some sector is left partly unwritten (DRAM read-modify-write past L2)
+    per_line: float = 4.0  # sectors written of each 128-byte line written (L2 holds whole lines)
+
+
+def written_sectors(accesses: list[Access], launch: Launch, reach: int = 8,
+                    row_budget: int = 4_000_000) -> WrittenSectors:
+    """The words that the blocks within `reach` of the middle block (per grid dimension) write into
+    the middle block's lines: fewer than 8 in one of its sectors - a sector written in part - and,
+    where no other block writes into its lines, the sectors it fills per line (lines that other
+    blocks share are taken as completed, as the naive transpose's are by blocks up to 32 rows away).
+    A block may write sectors in part that its neighbours complete (the naive transpose at 32 x 1
+    threads: measured, no read-modify-write)."""
     glob = _global(accesses, launch, store=True)
     if not glob:
-        return False
+        return WrittenSectors(False)
     middle = tuple(g // 2 for g in launch.grid)
     addresses = _block_addresser(glob, launch, row_budget)
     if addresses is None:
-        return False
-    own = addresses(middle)
-    sectors = np.unique(_chunk_keys(own, SECTOR))
+        return WrittenSectors(False)
+    own = _chunk_keys(addresses(middle), 4)
+    if not len(own):
+        return WrittenSectors(False)
+    lines = np.unique(own // 32)  # 32 words a line (the array id's bits are far above)
     spans = [range(max(0, m - reach), min(g, m + reach + 1)) for m, g in zip(middle, launch.grid, strict=True)]
-    rows_per_block = max(1, sum(len(addr) for _, addr, _ in own))
+    rows_per_block = max(1, len(own))
     if rows_per_block * math.prod(len(s) for s in spans) > row_budget:
         spans = [range(m, m + 1) for m in middle]  # too many rows: the middle block alone
-    words = []
+    words, shared = [], False
     for bx in spans[0]:
         for by in spans[1]:
             for bz in spans[2]:
                 w = _chunk_keys(addresses((bx, by, bz)), 4)
-                aid, word = np.divmod(w, 1 << 50)
-                words.append(w[np.isin(aid * (1 << 50) + word // (SECTOR // 4), sectors)])
+                w = w[np.isin(w // 32, lines)]
+                shared |= (bx, by, bz) != middle and len(w) > 0
+                words.append(w)
     written = np.unique(np.concatenate(words))
-    return len(written) < 8 * len(sectors)
+    sectors = np.unique(own // 8)
+    in_own = np.isin(written // 8, sectors).sum()
+    per_line = 4.0 if shared else len(sectors) / len(lines)
+    return WrittenSectors(bool(in_own < 8 * len(sectors)), per_line)
 
 
 @dataclass(frozen=True)
@@ -201,19 +217,23 @@ def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: 
 
 
 def dirty_at_end(read_bytes: float, write_bytes: float, held_bytes: float, partial: bool,
-                 in_sm: bool = False) -> float:
+                 in_sm: bool = False, sectors_per_line: float = 4.0) -> float:
     """DRAM writes still dirty in L2 when the kernel ends, of the lines L2 holds at a stream's end
-    (measured: Ceilings.l2_dirty_at_end_bytes): a stream's write share of them. A kernel bound inside
-    the SM leaves DRAM idle, and L2 writes its lines back - except where its reads fit beside them:
-    then L2 evicts nothing and the room its reads leave stays dirty (matmul at 2048: 6.8-8.7 MB
-    measured, 6.4 MB this way). Sectors written in part go to DRAM as read-modify-writes during the
-    kernel: not counted here."""
-    moved = read_bytes + write_bytes
-    if partial or not moved:
+    (measured: Ceilings.l2_dirty_at_end_bytes, whole lines): a stream's write share of them, in
+    lines - a store filling one sector of each line keeps a quarter of the bytes dirty (probe.
+    store_lines: ~5 MB left, not 40). A kernel bound inside the SM leaves DRAM idle, and L2 writes
+    its lines back - except where its reads fit beside them: then L2 evicts nothing and the room
+    its reads leave stays dirty (matmul at 2048: 6.8-8.7 MB measured, 6.4 MB this way). Sectors
+    written in part go to DRAM as read-modify-writes during the kernel: not counted here."""
+    if partial or not read_bytes + write_bytes:
         return 0.0
+    line = 128.0
+    written_lines = write_bytes / (SECTOR * sectors_per_line)
     if in_sm:
-        return min(write_bytes, max(0.0, held_bytes - read_bytes))
-    return min(write_bytes, held_bytes * write_bytes / moved)
+        room = max(0.0, held_bytes - read_bytes) / line
+        return min(write_bytes, room * SECTOR * sectors_per_line)
+    share = written_lines / (read_bytes / line + written_lines)
+    return min(write_bytes, held_bytes / line * share * SECTOR * sectors_per_line)
 
 
 @dataclass(frozen=True)
@@ -258,6 +278,7 @@ class Traffic:
     requests: L2Requests
     notes: tuple[str, ...]
     rmw_read_bytes: int = 0  # DRAM reads L2 makes for sectors written in part (no warp waits for them)
+    store_sectors_per_line: float = 4.0  # of each line the kernel writes (WrittenSectors.per_line)
 
 
 def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traffic,
@@ -281,7 +302,8 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     l2_read = min(l2_read, l1.load_sectors * SECTOR) + l1.uncached_load_sectors * SECTOR
     (per_block_stores,) = block_unique_chunks(accesses, launch, store=True)
     written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
-    partial = sectors_written_in_part(accesses, launch)
+    shape = written_sectors(accesses, launch)
+    partial = shape.partial
     if closed_form and not partial:  # sectors other blocks complete are first written once
         written = min(written, compulsory[1] / SECTOR)
     if not closed_form:
@@ -304,4 +326,4 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     if req.merged:
         notes.append("stores of the block's warps combined per line in L1 (no global loads)")
         l2_write = l1.store_block_sectors * SECTOR
-    return Traffic(l2_read, l2_write, dram, req, tuple(notes), rmw)
+    return Traffic(l2_read, l2_write, dram, req, tuple(notes), rmw, shape.per_line)
