@@ -164,3 +164,15 @@ def test_sectors_written_per_line():
     assert per_line("probe.store_lines", lines=2, footprint_lines=1 << 16, passes=64) == 2.0
     assert per_line("probe.store_lines", lines=1, footprint_lines=1 << 24, passes=1986) == 4.0
     assert per_line("transpose.naive_rows", rows=4096, cols=4096, block_rows=1) == 4.0
+
+
+def test_sectors_written_in_pieces_carry_the_measured_caveat():
+    """The naive transpose's 4-byte pieces of sectors: its prediction names the unmodelled L2 fills."""
+    import perfmodel
+
+    def caveat(name, **p):
+        return any("in pieces" in n for n in perfmodel.predict(name, "H200", **p).notes)
+
+    assert caveat("transpose.naive", rows=4096, cols=4096)
+    assert not caveat("transpose.smem", rows=4096, cols=4096, tile=32, pad=1)
+    assert not caveat("probe.scatter_store", n=1 << 22)  # L1 combines the block's pieces into lines
