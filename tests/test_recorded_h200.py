@@ -7,6 +7,7 @@ test asserts the bound and names the gap; time accuracy is asserted at the level
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -125,6 +126,22 @@ def test_naive_transpose_fills_partial_sectors_from_dram(recorded):
     fits = (rows >= 1536) & (8 * rows**2 < H200.l2_bytes) & (block_rows > 1)  # 32 x 1 blocks: < 0.5 %
     assert fits.sum() >= 8 and (excess[fits] > 0.01).all() and (excess[fits] < 0.07).all(), excess[fits]
     assert excess.max() < 0.11
+
+
+def test_naive_transpose_fills_need_sectors_l2_does_not_hold():
+    """checks/fills_check.csv: at 2048² (the arrays fit in L2) the fills are there after a reading
+    flush and gone when the output's sectors are valid in L2 first (read, or written): L2 fills from
+    DRAM only sectors it holds no data of, that the kernel writes in 4-byte pieces."""
+    import pandas as pd
+
+    path = Path(__file__).parent.parent / "reports/data/h200/checks/fills_check.csv"
+    d = pd.read_csv(path)
+    w = d[d.metric == "dram__bytes_read.sum"].set_index(["rows", "block_rows", "state"]).value
+    for r in (2, 8):
+        assert w[(2048, r, "cold")] > 1.02 * 4 * 2048**2
+        for state in ("out_read", "out_written"):
+            assert abs(w[(2048, r, state)] / (4 * 2048**2) - 1) < 0.001
+        assert w[(2048, r, "again")] < 0.01 * 4 * 2048**2  # everything still in L2
 
 
 def test_matmul_dram_reuse_model_at_4096(comparison):

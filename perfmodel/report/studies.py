@@ -329,8 +329,10 @@ def transpose_study(dev, data, table, ceil, folder: Path) -> Page:
                       "(ncu's lts__d_sectors_fill_device is exactly its DRAM reads), and from 2560² on writes "
                       "as many bytes extra - none at 1024² (8 MiB), 1.4-4 % at 1536²-2112², where the arrays "
                       "fit in L2 and under 1 MB is written back during the kernel, 3-10 % from 2560² on, most "
-                      "at 2 and 4 block rows (below). Not modelled: "
-                      "neither capacity nor the completion of sectors, 64-byte pairs or lines explains it. "
+                      "at 2 and 4 block rows (below). Only sectors L2 holds no data of are filled: with the output "
+                      "read or written into L2 first, the fills vanish at 2048² (checks/fills_check.csv). "
+                      "Not modelled: neither capacity nor the completion of sectors, 64-byte pairs or lines "
+                      "explains how many. "
                       "Blocks of fewer than 8 rows write their sectors in part, yet cost no read-modify-write: "
                       "the blocks beside them complete the sectors.")
     rows = table[table.case.eq("transpose.naive_rows") & table.metric.eq("dram_read_bytes")
