@@ -400,6 +400,23 @@ def test_stream_startup_predicts_small_streams(comparison):
     assert len(copies) >= 8 and copies.rel_error.between(-0.05, 0.16).all(), describe(copies)
 
 
+def test_coarse_8_waits_on_shared_loads_not_on_the_pipe(recorded):
+    """COARSE 8 runs one block (32 warps) per SM and 17 % over the model, which charges its shared
+    wavefronts at the pipe's rate. ncu's stall reasons (plan h200_stalls_matmul): at COARSE 1-4 (two
+    blocks per SM) warps queue on the full shared-memory pipe (mio throttle); at COARSE 8 they wait for
+    shared loads' results instead (short scoreboard), the pipe no longer full: bound by the latency of
+    its shared loads at 8 warps per scheduler - a limit the model does not have."""
+    stalled = "smsp__average_warps_issue_stalled_{}_per_issue_active.ratio"
+    d = recorded[(recorded.source == "ncu") & recorded.case.eq("matmul.coarsened")]
+    w = d.pivot_table(index="case_id", columns="metric", values="value", aggfunc="median")
+    w = w.dropna(subset=[stalled.format("short_scoreboard")])
+    coarse = w.index.str.extract(r"coarse=(\d+)", expand=False).astype(int).to_numpy()
+    mio, short = w[stalled.format("mio_throttle")].to_numpy(), w[stalled.format("short_scoreboard")].to_numpy()
+    assert (coarse == 8).sum() >= 2 and (coarse < 8).sum() >= 6
+    assert (mio[coarse < 8] > 10).all() and (mio[coarse == 8] < 2).all()
+    assert (short[coarse == 8] > 14).all() and (short[coarse == 8] > short[coarse < 8].max()).all()
+
+
 def test_issue_bound_probes_are_not_pipe_bound(recorded):
     """The probes the model calls issue-bound run at ~2.9 warp instructions per SM per cycle, not 4;
     ncu's per-pipe counts and peaks (plan h200_pipes) show no pipe near its peak, so a per-pipe issue
