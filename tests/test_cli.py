@@ -59,3 +59,16 @@ def test_help_is_complete(cmd, capsys):
     with pytest.raises(SystemExit):
         main([cmd, "--help"])
     assert "usage: perfmodel" in capsys.readouterr().out
+
+
+def test_every_miss_in_the_gaps_table_names_a_reason_or_says_it_has_none():
+    import pandas as pd
+
+    from perfmodel.report import COUNTER_ROWS, gaps
+
+    t = pd.DataFrame({"metric": ["dram_read_bytes", "time_s", "time_s"], "kind": ["counter", "time", "time"],
+                      "case": ["transpose.naive_rows", "matmul.coarsened", "stencil.naive"],
+                      "rel_error": [-0.07, -0.17, 0.02]})
+    html = gaps.table(t, COUNTER_ROWS)
+    assert "L2 fills" in html and "shared loads" in html and "stencil.naive" not in html
+    assert gaps.reason("time_s", "transpose.rows") == "not explained yet"

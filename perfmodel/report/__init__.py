@@ -13,7 +13,7 @@ from ..ceilings import ceilings
 from ..devices import device as lookup
 from ..measurements import DATA_DIR, ROOT, load
 from ..validate import compare, summary
-from . import figures, studies
+from . import figures, gaps, studies
 
 REPORTS = ROOT / "reports"
 
@@ -47,7 +47,8 @@ def build(device: str = "h200", out: Path | None = None, progress: bool = True) 
         pages.append(page)
     shown = table.kind.isin(["counter", "counter-l1", "counter-stage", "time"])
     figures.scatter(table[shown], folder / "scatter_all.png", f"All predictions vs {dev.name} measurements")
-    _index(dev, data, summ, pages, out, folder, _headline(table), _counter_table(table))
+    _index(dev, data, summ, pages, out, folder, _headline(table),
+           _counter_table(table) + "<h2>Where the model misses, and why</h2>" + gaps.table(table, COUNTER_ROWS))
     if progress:
         print(f"reports written to {folder} and {out / 'index.html'} in {time.time() - t0:.0f}s")
     return out / "index.html"
