@@ -151,3 +151,28 @@ def written_back(data: pd.DataFrame) -> pd.DataFrame:
     sink = wb.get("flush_sink_bytes", pd.Series(dtype=float)).reindex(out.index).fillna(READ_F4_SINK_BYTES)
     out["written_bytes"] = out.in_kernel_bytes + out.after_bytes - sink
     return out
+
+
+# (what, metric, source, smallest median counted): quantities recorded in more than one run
+REPEATED = [("time (CUDA events, after the reading flush)", "time_s", READ_FLUSH, 0.0),
+            ("DRAM read bytes (ncu)", "dram__bytes_read.sum", "ncu", 1e6),
+            ("DRAM write bytes during the kernel (ncu), 16 MB and more", "dram__bytes_write.sum", "ncu", 16e6),
+            ("L2 read sectors the slices count (ncu)", "lts__t_sectors_srcunit_tex_op_read.sum", "ncu", 1e4)]
+
+
+def run_to_run(data: pd.DataFrame) -> pd.DataFrame:
+    """How much the same case's measurement moves between recorded runs: (max - min) / median of its
+    per-run values, over the cases measured in two runs or more - the floor under any model error."""
+    import pandas as pd
+
+    rows = []
+    for what, metric, source, floor in REPEATED:
+        t = data[(data.metric == metric) & (data.source == source) & data.stat.isin(["median", "value"])]
+        per_run = t.groupby(["case_id", "run_id"]).value.median().groupby("case_id")
+        g = per_run.agg(["count", "min", "max", "median"])
+        g = g[(g["count"] >= 2) & (g["median"] > floor)]
+        spread = (g["max"] - g["min"]) / g["median"]
+        if len(spread):
+            rows.append({"quantity": what, "cases": len(spread), "median_spread": spread.median(),
+                         "p90_spread": spread.quantile(0.9), "max_spread": spread.max()})
+    return pd.DataFrame(rows)

@@ -449,3 +449,15 @@ def test_issue_bound_probes_stall_on_the_integer_multiply_pipe(recorded):
     assert len(w) >= 2
     assert (w[stalled.format("math_pipe_throttle")] > 2).all() and (w[stalled.format("dispatch_stall")] > 1).all()
     assert (w[stalled.format("long_scoreboard")] < 0.5).all()  # not waiting on memory
+
+
+def test_run_to_run_spread_is_below_the_accuracy_asked_for(recorded):
+    """The floor under any model error: the same case's time moves by a median 0.4 % between recorded
+    runs (all within 5 %), ncu's DRAM reads by far less; the 5 % and 10 % targets are above the noise."""
+    from perfmodel.measurements import run_to_run
+
+    r = run_to_run(recorded).set_index("quantity")
+    time_row = r.loc["time (CUDA events, after the reading flush)"]
+    assert time_row.cases >= 100 and time_row.median_spread < 0.01 and time_row.max_spread < 0.05
+    dram = r.loc["DRAM read bytes (ncu)"]
+    assert dram.cases >= 100 and dram.p90_spread < 0.01

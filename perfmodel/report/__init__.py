@@ -11,7 +11,7 @@ import pandas as pd
 
 from ..ceilings import ceilings
 from ..devices import device as lookup
-from ..measurements import DATA_DIR, ROOT, load
+from ..measurements import DATA_DIR, ROOT, load, run_to_run
 from ..validate import compare, summary
 from . import figures, gaps, studies
 
@@ -48,7 +48,8 @@ def build(device: str = "h200", out: Path | None = None, progress: bool = True) 
     shown = table.kind.isin(["counter", "counter-l1", "counter-stage", "time"])
     figures.scatter(table[shown], folder / "scatter_all.png", f"All predictions vs {dev.name} measurements")
     _index(dev, data, summ, pages, out, folder, _headline(table),
-           _counter_table(table) + "<h2>Where the model misses, and why</h2>" + gaps.table(table, COUNTER_ROWS))
+           _counter_table(table) + _noise(data) + "<h2>Where the model misses, and why</h2>"
+           + gaps.table(table, COUNTER_ROWS))
     if progress:
         print(f"reports written to {folder} and {out / 'index.html'} in {time.time() - t0:.0f}s")
     return out / "index.html"
@@ -101,6 +102,19 @@ def _counter_table(table: pd.DataFrame) -> str:
                         f"<td>{100 * t.rel_error.abs().median():.2f} %</td></tr>")
     return ("<table><tr><th>counter</th><th>within 5 %</th><th>median |error|</th></tr>"
             + "".join(rows) + "</table>")
+
+
+def _noise(data: pd.DataFrame) -> str:
+    """The same case measured in several runs: how far apart, the floor under any model error."""
+    r = run_to_run(data)
+    if not len(r):
+        return ""
+    rows = "".join(f"<tr><td>{html.escape(x.quantity)}</td><td>{x.cases}</td><td>{100 * x.median_spread:.2f} %</td>"
+                   f"<td>{100 * x.p90_spread:.2f} %</td><td>{100 * x.max_spread:.1f} %</td></tr>"
+                   for x in r.itertuples())
+    return ("<h2>Run to run</h2><p>The same case in different recorded runs, (max - min) / median:</p><table>"
+            "<tr><th>measured</th><th>cases</th><th>median</th><th>90th percentile</th><th>largest</th></tr>"
+            + rows + "</table>")
 
 
 def _index(dev, data, summ: pd.DataFrame, pages, out: Path, folder: Path, headline: str, counters: str) -> None:
