@@ -97,11 +97,12 @@ class Recorder:
 
 
 def load(device: str = "h200", data_dir: Path | None = None) -> pd.DataFrame:
-    """Every recorded measurement of a device (all CSVs under reports/data/<device>/)."""
+    """Every recorded measurement of a device (the run tables under reports/data/<device>/, plain or
+    gzip-compressed CSV)."""
     import pandas as pd
 
     folder = (data_dir or DATA_DIR) / device
-    files = sorted(folder.glob("*.csv"))
+    files = sorted([*folder.glob("*.csv"), *folder.glob("*.csv.gz")])
     frames = [pd.read_csv(f) for f in files if f.stat().st_size]
     frames = [f for f in frames if set(COLUMNS) <= set(f.columns)]
     if not frames:

@@ -42,3 +42,26 @@ def test_a_launch_order_mismatch_stops_the_parse(tmp_path):
     _manifest(manifest, [1, 2])
     rows = parse(raw, manifest)
     assert {r.case_id for r in rows} == {"probe.copy[n=1]"} and {r.source for r in rows} == {"ncu"}
+
+
+def test_an_imported_run_is_stored_compressed_and_loads_back(tmp_path, monkeypatch):
+    """import_run writes gzip-compressed run tables (the recorded data stays small enough to carry to
+    the device); load() reads them with the plain ones."""
+    import pandas as pd
+
+    from perfmodel.measurements import COLUMNS, load
+    from perfmodel.suite import importer
+
+    prov = {"run_id": "20260101T000000Z", "device": "NVIDIA H200", "driver": "1", "cuda": "13.0", "pycuda": "x",
+            "sm_clock_mhz": "1980", "commit": "unknown", "utc": "2026-01-01T00:00:00Z"}
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "device.json").write_text(json.dumps({"properties": {}, "provenance": prov}))
+    row = {**prov, "study": "ceilings", "case": "probe.copy", "case_id": "probe.copy[n=1]", "params": "{}",
+           "metric": "time_s", "unit": "s", "stat": "median", "value": 1.5e-6, "source": "events"}
+    pd.DataFrame([row], columns=list(COLUMNS)).to_csv(run / "measurements.csv", index=False)
+    monkeypatch.setattr(importer, "DATA_DIR", tmp_path / "data")
+    dest = importer.import_run(run, "h200", commit="abc1234")
+    assert (dest / "run-20260101T000000Z-events.csv.gz").exists()
+    back = load("h200", tmp_path / "data")
+    assert len(back) == 1 and back.value.iloc[0] == 1.5e-6 and back.commit.iloc[0] == "abc1234"

@@ -31,8 +31,8 @@ def import_run(folder: Path, device: str, commit: str | None = None, force: bool
     (dest / f"{stem}-device.json").write_text(json.dumps(info, indent=1))
     events = pd.read_csv(folder / "measurements.csv")
     events["commit"] = prov.commit
-    events.to_csv(dest / f"{stem}-events.csv", index=False)
-    out = dest / f"{stem}-ncu.csv"
+    events.to_csv(dest / f"{stem}-events.csv.gz", index=False)  # recorded tables are stored compressed
+    out = dest / f"{stem}-ncu.csv.gz"
     out.unlink(missing_ok=True)
     if (folder / "ncu.csv").exists():
         ncu = pd.read_csv(folder / "ncu.csv")
@@ -42,11 +42,13 @@ def import_run(folder: Path, device: str, commit: str | None = None, force: bool
         with tempfile.TemporaryDirectory() as tmp, tarfile.open(folder / "ncu_raw.tar.gz") as tar:
             tar.extractall(tmp, filter="data")
             raw = Path(tmp) / "ncu_raw"
-            rec = Recorder(out, prov)
+            plain = Path(tmp) / "ncu.csv"
+            rec = Recorder(plain, prov)
             for manifest in sorted(raw.glob("manifest_*.json")):
                 study = manifest.stem.removeprefix("manifest_")
                 rec.write(profile.parse(raw / f"ncu_{study}.csv", manifest))
             rec.close()
+            pd.read_csv(plain).to_csv(out, index=False)
     if (folder / "sass.txt.gz").exists():  # the compiled kernels (perfmodel.sass reads the newest)
         shutil.copy(folder / "sass.txt.gz", dest / f"{stem}-sass.txt.gz")
     return dest
