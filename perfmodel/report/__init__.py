@@ -47,9 +47,8 @@ def build(device: str = "h200", out: Path | None = None, progress: bool = True) 
         pages.append(page)
     shown = table.kind.isin(["counter", "counter-l1", "counter-stage", "time"])
     figures.scatter(table[shown], folder / "scatter_all.png", f"All predictions vs {dev.name} measurements")
-    _index(dev, data, summ, pages, out, folder, _headline(table),
-           _counter_table(table) + _noise(data) + "<h2>Where the model misses, and why</h2>"
-           + gaps.table(table, COUNTER_ROWS))
+    misses = "<h2>Where the model misses, and why</h2>" + gaps.table(table, COUNTER_ROWS)
+    _index(dev, data, summ, pages, out, folder, _headline(table), _counter_table(table), _noise(data) + misses)
     if progress:
         print(f"reports written to {folder} and {out / 'index.html'} in {time.time() - t0:.0f}s")
     return out / "index.html"
@@ -117,7 +116,8 @@ def _noise(data: pd.DataFrame) -> str:
             + rows + "</table>")
 
 
-def _index(dev, data, summ: pd.DataFrame, pages, out: Path, folder: Path, headline: str, counters: str) -> None:
+def _index(dev, data, summ: pd.DataFrame, pages, out: Path, folder: Path, headline: str, counters: str,
+           sections: str) -> None:
     rel = folder.relative_to(out)
     rows = []
     for p in pages:
@@ -147,6 +147,8 @@ writes back); <i>counter-noise</i> DRAM counts under 1 MiB, and write-back total
 profiled kernel adds 0.1-0.9 MB that no output explains); <i>counter-stage</i> the pipes the time model
 uses (shared wavefronts in the L1 data stage among them); <i>time-ceiling</i> the probes that define a
 ceiling (shown, not counted).</small></p>
+{sections}
+<h2>Studies</h2>
 <table><tr><th>study</th><th>accuracy</th><th>figure</th></tr>{''.join(rows)}</table>
 <h2>Accuracy by study</h2>{summ.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0)}
 <h2>Provenance of the data</h2>{_provenance(data)}
