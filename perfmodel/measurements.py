@@ -112,7 +112,7 @@ def load(device: str = "h200", data_dir: Path | None = None) -> pd.DataFrame:
 
 READ_FLUSH = "events-read-flush"
 # warm launches timed behind a spinning warp (suite.gpu.Spinner): earlier warm runs found the GPU
-# idle at the start event and timed the host's launch latency too (probe.launch: 8-15 us, 2.85 us so)
+# idle at the start event and timed the host's launch latency too (probe.launch: 8-15 us, 2.6-2.9 us so)
 BUSY_WARM = "events-busy-warm"
 PREFERRED_SOURCES = (BUSY_WARM, READ_FLUSH)
 
