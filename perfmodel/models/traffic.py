@@ -328,6 +328,6 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         l2_write = l1.store_block_sectors * SECTOR
     elif not partial and l1.store_sectors and l1.store_bytes < l1.store_sectors * SECTOR / 4:
         notes.append("warps write their sectors in pieces that other warps complete: the H200's L2 filled some "
-                     "such sectors from DRAM first and wrote them twice (measured on the naive transpose, "
-                     "not modelled: reports/h200/transpose.md)")
+                     "such sectors from DRAM before they were complete - more DRAM bytes than predicted "
+                     "(measured on the naive transpose, not modelled: reports/h200/transpose.md)")
     return Traffic(l2_read, l2_write, dram, req, tuple(notes), rmw, shape.per_line)
