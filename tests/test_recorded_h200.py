@@ -144,6 +144,31 @@ def test_naive_transpose_fills_need_sectors_l2_does_not_hold():
         assert w[(2048, r, "again")] < 0.01 * 4 * 2048**2  # everything still in L2
 
 
+def test_cyclic_store_streams_past_half_the_l2_are_a_known_gap():
+    """checks/store_footprints: one sector per line, cycling over 8-256 MiB of lines. The revisits miss
+    once the footprint passes half the L2 - DRAM write-backs grow from ~0 to 94 % of the stores - which
+    the model (first writes only) does not count: its time is 26 % short at 128-256 MiB. Kept out of the
+    suite's comparison and asserted here, so that the gap stays visible until a model closes it."""
+    import pandas as pd
+
+    folder = Path(__file__).parent.parent / "reports/data/h200/checks/store_footprints"
+    ncu = pd.read_csv(folder / "ncu.csv.gz")
+    events = pd.read_csv(folder / "measurements.csv.gz")
+    lines = lambda ids: ids.str.extract(r"footprint_lines=(\d+)", expand=False).astype(int)  # noqa: E731
+    w = ncu[(ncu.source == "ncu") & (ncu.metric == "dram__bytes_write.sum")].copy()
+    w["mib"] = lines(w.case_id) * 128 / 2**20
+    stores = 1056 * 8 * 256 * 4 * 32  # warps x passes x lines a request x one sector
+    share = w.set_index("mib").value.sort_index() / stores
+    assert (share[share.index <= 16] < 0.01).all() and share[256] > 0.9
+    assert share.is_monotonic_increasing
+    t = events[(events.metric == "time_s") & (events.stat == "median")].copy()
+    t["mib"] = lines(t.case_id) * 128 / 2**20
+    for _, r in t.iterrows():
+        pred = perfmodel.predict("probe.store_lines", "h200", **json.loads(r.params)).time_s
+        err = pred / r.value - 1
+        assert (err < -0.2) if r.mib >= 128 else (abs(err) < 0.15), (r.case_id, err)
+
+
 def test_matmul_dram_reuse_model_at_4096(comparison):
     t = comparison[(comparison.metric == "dram_read_bytes") & comparison.case_id.str.contains("m=4096")]
     assert len(t) >= 6 and t.measured.min() > 8 * 134e6  # far past compulsory: the reuse model is tested
