@@ -234,7 +234,8 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
             def pick(c, p, t):
                 if p["lines"] != lines or (p["footprint_lines"] * 128 <= dev.l2_bytes) != resident:
                     return None
-                writes = c.launch(p).blocks * c.launch(p).warps_per_block * p["passes"] * lines
+                launch = c.launch(p)
+                writes = launch.blocks * launch.warps_per_block * p["passes"] * lines
                 if not resident and writes > 1.05 * p["footprint_lines"]:
                     return None  # past L2 the rates are of first writes: each line written once
                 return writes / t

@@ -134,7 +134,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     # chosen with every write charged (without them: MAPE 6.9 -> 7.7 % on those kernels, any rule).
     held = ceil.l2_dirty_at_end_bytes.value if ceil.l2_dirty_at_end_bytes else 0.0
     dirty = dirty_at_end(dram.read_bytes, dram.write_bytes, held, below.rmw_read_bytes > 0,
-                         slowest.name in IN_SM, below.store_sectors_per_line)
+                         slowest.name in IN_SM, below.written.per_line)
     if dirty:
         notes.append(f"{dirty / 2**20:.1f} MiB of the writes still dirty in L2 at the end (not in ncu's count)")
     if slowest.name in IN_SM and waves > 1:

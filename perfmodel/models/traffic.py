@@ -278,7 +278,7 @@ class Traffic:
     requests: L2Requests
     notes: tuple[str, ...]
     rmw_read_bytes: int = 0  # DRAM reads L2 makes for sectors written in part (no warp waits for them)
-    store_sectors_per_line: float = 4.0  # of each line the kernel writes (WrittenSectors.per_line)
+    written: WrittenSectors = WrittenSectors(False)  # how the stores fill their sectors and lines
 
 
 def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traffic,
@@ -330,4 +330,4 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         notes.append("warps write their sectors in pieces that other warps complete: the H200's L2 filled some "
                      "such sectors from DRAM before they were complete - more DRAM bytes than predicted "
                      "(measured on the naive transpose, not modelled: reports/h200/transpose.md)")
-    return Traffic(l2_read, l2_write, dram, req, tuple(notes), rmw, shape.per_line)
+    return Traffic(l2_read, l2_write, dram, req, tuple(notes), rmw, shape)
