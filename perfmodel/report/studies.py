@@ -313,38 +313,53 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
     return page
 
 
+def _rate(c) -> str:
+    return f"{c.value / 1e9:.0f} G/s" if c else "unmeasured"
+
+
 def transpose_study(dev, data, table, ceil, folder: Path) -> Page:
+    rows = table[table.case.eq("transpose.naive_rows") & table.metric.eq("dram_read_bytes")
+                 & table.kind.eq("counter")].copy()
+    rows["block_rows"], rows["size"] = _p(rows, "block_rows"), _p(rows, "rows")
+    rows["footprint_mib"] = 8 * rows["size"] ** 2 / 2**20
+    rows["excess_pct"] = 100 * (rows.measured / rows.predicted - 1)
+
+    def excess(sel) -> str:
+        e = rows.excess_pct[sel].round(1)
+        if not len(e):
+            return "not measured"
+        return f"{e.min()} %" if e.min() == e.max() else f"{e.min()}-{e.max()} %"
+
+    smallest, fits = rows["size"].min(), 8 * rows["size"] ** 2 < dev.l2_bytes
+    partition_mib = dev.l2_bytes / dev.arch.l2_partitions / 2**20
     page = _time_page("transpose", "transpose", "Transpose variants", table, folder,
                       "Counters match. The shared-memory versions load, wait at a barrier, then work in "
                       "shared memory: one DRAM latency per wave is exposed, and a block's shorter phase hides "
                       "only behind the other B - 1 resident blocks (max(load, work) + the shorter / (B - 1); "
                       "with B = 2 the blocks run in step and nothing hides; a form chosen among three on these "
                       "cases). The naive kernel is bound by L2 write requests: one per (store, line), 32 per "
-                      "warp store, at the rate probe.store_lines measures (73 G/s when L2 holds the line, 42 G/s "
-                      "for the first write of a whole sector, 23 G/s for a sector written in part that must be "
-                      "read from DRAM first); first writes cost fills once the arrays outgrow one L2 partition "
-                      "(30 MiB, half the L2: measured, the time steps up by 1984², not at 60 MiB); with 32 x 1 "
-                      "threads per block it is bound by block launches. Counters match apart from the naive "
-                      "kernel's DRAM bytes: L2 fills some of the sectors it writes in 4-byte pieces from DRAM "
-                      "(ncu's lts__d_sectors_fill_device is exactly its DRAM reads), and from 2560² on writes "
-                      "as many bytes extra - none at 1024² (8 MiB), 1.4-4 % at 1536²-2112², where the arrays "
-                      "fit in L2 and under 1 MB is written back during the kernel, 3-10 % from 2560² on, most "
-                      "at 2 and 4 block rows (below). Only sectors L2 holds no data of are filled: with the output "
-                      "read or written into L2 first, the fills vanish at 2048² (checks/fills_check.csv). "
-                      "Not modelled: neither capacity nor the completion of sectors, 64-byte pairs or lines "
-                      "explains how many. "
-                      "Blocks of fewer than 8 rows write their sectors in part, yet cost no read-modify-write: "
-                      "the blocks beside them complete the sectors.")
-    rows = table[table.case.eq("transpose.naive_rows") & table.metric.eq("dram_read_bytes")
-                 & table.kind.eq("counter")].copy()
+                      f"warp store, at the rate probe.store_lines measures ({_rate(ceil.l2_write_requests_per_s)} "
+                      f"when L2 holds the line, {_rate(ceil.l2_write_fill_requests_per_s)} for the first write "
+                      f"of a whole sector, {_rate(ceil.l2_write_rmw_requests_per_s)} for a sector written in "
+                      "part that must be read from DRAM first); first writes cost fills once the arrays "
+                      f"outgrow one L2 partition ({partition_mib:.0f} MiB: measured, the time steps up by "
+                      "1984², not at the whole L2); with 32 x 1 threads per block it is bound by block "
+                      "launches. Counters match apart from the naive kernel's DRAM bytes: L2 fills some of "
+                      "the sectors it writes in 4-byte pieces from DRAM (ncu's lts__d_sectors_fill_device is "
+                      f"exactly its DRAM reads) - {excess(rows['size'] == smallest)} at {smallest}², "
+                      f"{excess(fits & (rows['size'] > smallest))} above that where both arrays fit in L2, "
+                      f"{excess(~fits)} past L2, most at 2 and 4 block rows (below). Only sectors L2 holds no "
+                      "data of are filled: with the output read or written into L2 first, the fills vanish at "
+                      "2048² (checks/fills_check.csv). Not modelled: neither capacity nor the completion of "
+                      "sectors, 64-byte pairs or lines explains how many. Blocks of fewer than 8 rows write "
+                      "their sectors in part, yet cost no read-modify-write: the blocks beside them complete "
+                      "the sectors.")
     if len(rows):
-        rows["block_rows"], rows["footprint_mib"] = _p(rows, "block_rows"), 8 * _p(rows, "rows") ** 2 / 2**20
-        rows["excess_pct"] = 100 * (rows.measured / rows.predicted - 1)
         page.figures.append(("naive transpose block shapes", figures.lines(
             rows, "footprint_mib", [("excess_pct", "o-", "DRAM reads")], folder / "transpose_naive_rows.png",
             "Naive transpose at 32 x block_rows threads: DRAM reads over the arrays (ncu, L2 emptied first)",
             "arrays read and written (MiB)", "excess over the model (%)", group="block_rows", logx=True,
-            marks=[(dev.l2_bytes / 2**20 / 2, "one L2 partition"), (dev.l2_bytes / 2**20, "L2")])))
+            marks=[(partition_mib, "one L2 partition"), (dev.l2_bytes / 2**20, "L2")])))
     t = table[(table.study == "transpose") & (table.kind == "time")]
     page.figures.append(("transpose bars", figures.bars(
         [c.replace("transpose.", "") for c in t.case_id], {"predicted": list(t.predicted * 1e6),
