@@ -197,8 +197,12 @@ class L2Flusher:
         if self.mode == "write":
             _driver().memset_d32(self.buf, 0, self.words)
         else:
-            launch(self.kernel, (FLUSH_GRID[0], 1, 1), (FLUSH_GRID[1], 1, 1),
-                   [self.buf, self.sink, np.uint64(self.words // 4), np.float32(1.0)])
+            self.read(self.buf, self.words)
+
+    def read(self, buf: Any, words: int) -> None:
+        """Read `words` 4-byte words of `buf` through L2, writing nothing (a reading flusher only)."""
+        launch(self.kernel, (FLUSH_GRID[0], 1, 1), (FLUSH_GRID[1], 1, 1),
+               [buf, self.sink, np.uint64(words // 4), np.float32(1.0)])
 
 
 class Spinner:
