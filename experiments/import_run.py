@@ -1,6 +1,6 @@
 """Turn what a device call brought back ($OUT) into recorded data under reports/data/<device>/.
 
-    python experiments/import_run.py /work/.device/N [--device h200] [--commit HASH [--force-commit]]
+    python experiments/import_run.py /work/.device/N [--device h200] [--commit HASH [--force-commit]] [--holdout]
 """
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from perfmodel.holdout import HOLDOUT_DIR
+from perfmodel.measurements import DATA_DIR
 from perfmodel.suite.importer import import_run
 
 if __name__ == "__main__":
@@ -17,5 +19,7 @@ if __name__ == "__main__":
     ap.add_argument("--commit", help="the commit the run measured, where the device copy had no git")
     ap.add_argument("--force-commit", action="store_true",
                     help="replace the commit the device copy reported (its git named an older one)")
+    ap.add_argument("--holdout", action="store_true", help="a held-out run: record it under reports/data/holdout")
     a = ap.parse_args()
-    print(f"recorded under {import_run(a.folder, a.device, a.commit, a.force_commit)}")
+    dest = import_run(a.folder, a.device, a.commit, a.force_commit, HOLDOUT_DIR if a.holdout else DATA_DIR)
+    print(f"recorded under {dest}")

@@ -14,6 +14,8 @@ from .devices import device as lookup
 from .measurements import load, median_times, written_back
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import pandas as pd
 
     from .ceilings import Ceilings
@@ -84,8 +86,10 @@ def ncu_dirty_before(ceil: Ceilings, pred: Prediction, dev: DeviceSpec) -> float
     return ceil.ncu_dirty_before_bytes.value * min(1.0, moved / dev.l2_bytes)
 
 
-def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bool = True) -> pd.DataFrame:
-    """study, case, case_id, params, metric, unit, kind, predicted, measured, rel_error, baseline."""
+def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bool = True,
+            predictor: Callable[..., Prediction] | None = None) -> pd.DataFrame:
+    """study, case, case_id, params, metric, unit, kind, predicted, measured, rel_error, baseline.
+    `predictor(case, device, **params)`: where the predictions come from (default: the model now)."""
     import pandas as pd
 
     from .models import naive_roofline_time, predict
@@ -109,7 +113,7 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
         if progress and (i % 50 == 0 or i == len(cases)):
             print(f"  compare: {i}/{len(cases)} cases ({time.time() - t0:.0f}s)", file=sys.stderr, flush=True)
         params = json.loads(c.params)
-        pred = predict(c.case, dev, **params)
+        pred = (predictor or predict)(c.case, dev, **params)
 
         def add(metric: str, unit: str, kind: str, p: float, m: float, baseline: float = np.nan,
                 _c=c) -> None:

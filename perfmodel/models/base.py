@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..occupancy import Occupancy
@@ -82,3 +82,13 @@ class Prediction:
         d.update(l2_bytes=self.l2_bytes, dram_bytes=self.dram_bytes, smem_wavefronts=self.smem_wavefronts,
                  arithmetic_intensity=self.arithmetic_intensity)
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Prediction:
+        """The inverse of `as_dict` (through JSON): a prediction frozen in a file, read back."""
+        names = {f.name for f in fields(cls)}
+        kw = {k: v for k, v in d.items() if k in names}
+        kw["occupancy"] = Occupancy(**{**d["occupancy"], "limiters": tuple(d["occupancy"]["limiters"])})
+        kw["breakdown"] = tuple(Term(**t) for t in d.get("breakdown", ()))
+        kw["notes"] = tuple(d.get("notes", ()))
+        return cls(**kw)

@@ -14,18 +14,19 @@ from ..measurements import DATA_DIR, Provenance, Recorder
 from . import profile
 
 
-def import_run(folder: Path, device: str, commit: str | None = None, force: bool = False) -> Path:
+def import_run(folder: Path, device: str, commit: str | None = None, force: bool = False,
+               data_dir: Path = DATA_DIR) -> Path:
     """measurements.csv, device.json and the SASS listing are copied; ncu rows are taken from
     ncu.csv, or parsed from ncu_raw.tar.gz when ncu.csv was too large to come back. `commit`
     fills in a provenance the device copy could not tell ("unknown"), or replaces it with `force`
     (a device copy whose git named an older commit than the tree it ran). Recorded data is never
-    edited by hand."""
+    edited by hand. `data_dir`: another data tree (the held-out runs live under reports/data/holdout)."""
     folder = Path(folder)
     info = json.loads((folder / "device.json").read_text())
     if commit and (force or info["provenance"]["commit"] == "unknown"):
         info["provenance"]["commit"] = commit
     prov = Provenance(**info["provenance"])
-    dest = DATA_DIR / device
+    dest = data_dir / device
     dest.mkdir(parents=True, exist_ok=True)
     stem = f"run-{prov.run_id}"
     (dest / f"{stem}-device.json").write_text(json.dumps(info, indent=1))

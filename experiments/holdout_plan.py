@@ -1,0 +1,60 @@
+"""Draw a held-out plan: kernel-family cases at shapes no earlier run measured, picked by a seeded
+random generator (not by hand), so the model meets them the way a user's kernel would.
+
+    python experiments/holdout_plan.py --seed 20261129 > experiments/plans/h200_holdout.toml
+
+Sizes are log-uniform and ragged (no rounding); matrices and grids are not square.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+import numpy as np
+
+from perfmodel.suite.registry import get
+
+# family -> (draws, size ranges by parameter, discrete choices by parameter)
+FAMILIES: dict[str, tuple[int, dict[str, tuple[int, int]], dict[str, list[int]]]] = {
+    "matmul.naive": (2, {"m": (700, 3000), "n": (700, 3000), "k": (500, 3000)}, {}),
+    "matmul.naive_colmajor_b": (2, {"m": (700, 2500), "n": (700, 2500), "k": (500, 2500)}, {}),
+    "matmul.tiled": (4, {"m": (700, 5000), "n": (700, 5000), "k": (500, 4000)}, {"tile": [16, 32]}),
+    "matmul.corner_turning": (4, {"m": (700, 4000), "n": (700, 4000), "k": (500, 4000)},
+                              {"tile": [16, 32], "pad": [0, 1]}),
+    "matmul.coarsened": (4, {"m": (700, 6000), "n": (700, 6000), "k": (500, 4000)}, {"coarse": [1, 2, 4, 8]}),
+    "transpose.naive": (3, {"rows": (1000, 9000), "cols": (1000, 9000)}, {}),
+    "transpose.naive_rows": (3, {"rows": (1000, 9000), "cols": (1000, 9000)}, {"block_rows": [1, 2, 4, 8, 16, 32]}),
+    "transpose.smem": (4, {"rows": (1000, 9000), "cols": (1000, 9000)}, {"tile": [16, 32], "pad": [0, 1]}),
+    "transpose.rows": (3, {"rows": (1000, 9000), "cols": (1000, 9000)}, {"pad": [0, 1]}),
+    "stencil.naive": (3, {"nx": (1000, 9000), "ny": (1000, 9000)}, {}),
+    "stencil.temporal": (4, {"nx": (1000, 9000), "ny": (1000, 9000)}, {"steps": list(range(1, 9)), "ppt": [1, 2]}),
+}
+
+
+def draw(seed: int) -> list[tuple[str, dict[str, int]]]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for name, (n, sizes, choices) in FAMILIES.items():
+        for _ in range(n):
+            p = {k: int(round(math.exp(rng.uniform(math.log(lo), math.log(hi))))) for k, (lo, hi) in sizes.items()}
+            p.update({k: int(rng.choice(v)) for k, v in choices.items()})
+            out.append((name, get(name).bind(**p)))
+    return out
+
+
+def toml(seed: int) -> str:
+    lines = [f"# Held-out cases, drawn by `python experiments/holdout_plan.py --seed {seed}` (do not edit by hand):",
+             "# shapes no earlier run measured; perfmodel.holdout froze the model's predictions of them before",
+             "# they were measured. Timed, profiled and written back like the suite.",
+             "ncu_writeback = true", ""]
+    for name, p in draw(seed):
+        inline = ", ".join(f"{k} = {v}" for k, v in p.items())
+        lines += ["[[case]]", f'name = "{name}"', f"params = {{ {inline} }}", "ncu = true", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=20261129)
+    print(toml(ap.parse_args().seed), end="")
