@@ -103,7 +103,9 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
     wb = written_back(data).written_bytes
     events = median_times(data)
     driver = data[(data.source == "driver") & (data.metric == "blocks_per_sm")].groupby("case_id").value.first()
-    cases = data[data.case.isin(REGISTRY)].drop_duplicates("case_id")[["study", "case", "case_id", "params"]]
+    failed = set(data[(data.metric == "check_passed") & (data.value == 0)].case_id)  # wrong results: no comparison
+    cases = data[data.case.isin(REGISTRY) & ~data.case_id.isin(failed)].drop_duplicates("case_id")[
+        ["study", "case", "case_id", "params"]]
     ceil_dev = ceilings(dev)
     ceiling_ids = {c.source.removeprefix("measured: ") for c in ceil_dev.all()}
     ceiling_ids |= {cid for c in ceil_dev.all() for cid in c.cases}

@@ -6,7 +6,10 @@ runner (gpu.py) is the only place that turns a case into a launch.
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +19,25 @@ from ..errors import PerfModelError
 from ..memory import Access, Launch
 
 Params = Mapping[str, int]
+KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
+
+
+@functools.cache
+def compiled_entries(source: str) -> frozenset[str]:
+    """The extern "C" kernels a source file defines, macro instantiations expanded
+    (`WAVE_T(4, 1)` of `wave_temporal_##S##_##P` -> wave_temporal_4_1); empty where it is not found."""
+    path = KERNEL_DIR / source
+    if not path.exists():
+        return frozenset()
+    text = path.read_text().replace("\\\n", " ")
+    names = set(re.findall(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(', text))
+    for macro, params, body in re.findall(r"#define\s+(\w+)\(([^)]*)\)(.*)", text):
+        formals = [f.strip() for f in params.split(",")]
+        templates = re.findall(r'extern\s+"C"\s+__global__\s+void\s+([\w#]+)\s*\(', body)
+        for args in re.findall(rf"^{macro}\(([^)]*)\)", text, flags=re.M):
+            actual = dict(zip(formals, (a.strip() for a in args.split(",")), strict=False))
+            names |= {"".join(actual.get(piece, piece) for piece in t.split("##")) for t in templates}
+    return frozenset(names)
 
 
 @dataclass
@@ -72,6 +94,12 @@ class KernelCase:
         for k, v in p.items():
             if v < 0:
                 raise PerfModelError(f"{self.name}: parameter {k} = {v} must not be negative")
+        compiled = compiled_entries(self.source)
+        if compiled and (entry := self.entry(p)) not in compiled:
+            stem = entry.rstrip("0123456789_")
+            have = sorted(e for e in compiled if e.startswith(stem)) or sorted(compiled)
+            raise PerfModelError(f"{self.name}: no kernel {entry} for these parameters; kernels/{self.source} "
+                                 f"compiles {', '.join(have)}")
         return p
 
 
