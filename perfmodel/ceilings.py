@@ -50,6 +50,16 @@ class Ceilings:
     loaded_latency_copy: tuple[tuple[float, float], ...] = ()
     loaded_latency_wide: tuple[tuple[float, float], ...] = ()  # a warp's 512-byte requests (16 B per lane)
     loaded_latency_source: str = ""
+    # what a buffer read again and again loses from L2 between passes: ((footprint bytes, share), ...)
+    l2_retention: tuple[tuple[float, float], ...] = ()
+    l2_retention_probe: Ceiling | None = None  # where the curve comes from; value: the footprint losing half
+
+    def l2_loss(self, footprint_bytes: float) -> float | None:
+        """The share of a re-read buffer L2 has lost by the next pass (measured; None where not)."""
+        if not self.l2_retention:
+            return None
+        x, y = zip(*self.l2_retention, strict=True)
+        return float(np.interp(footprint_bytes, x, y))
 
     def dram_time_s(self, read_bytes: float, write_bytes: float) -> float:
         """DRAM time of a read/write mix: reads at the read-only rate, and writes at what makes
@@ -125,6 +135,29 @@ def _loaded_latency(data, dev: DeviceSpec) -> dict[str, object]:
             "loaded_latency_source": (f"measured: probe.chase_loaded ({lanes} lanes) under read"
                                       + (" and copy" if copy else "")
                                       + f" streams up to {read[-1][0] / 1e12:.2f} TB/s")}
+
+
+def _l2_retention(data) -> dict[str, object]:
+    """probe.l2_read over buffers of several sizes, several passes each, under ncu: the share of the
+    buffer read from DRAM again on each pass after the first, by the buffer's size."""
+    sel = data[(data.case == "probe.l2_read") & (data.source == "ncu") & (data.metric == "dram__bytes_read.sum")]
+    reads = sel.groupby(["case_id", "params"]).value.median().reset_index()
+    pts, cases = {}, []
+    for cid, params, value in zip(reads.case_id, reads.params, reads.value, strict=True):
+        p = json.loads(params)
+        if p.get("passes", 1) < 2:
+            continue
+        size = 4 * p["n"]
+        pts[size] = min(max((value / size - 1) / (p["passes"] - 1), 0.0), 1.0)
+        cases.append(cid)
+    if len(pts) < 4:
+        return {}
+    curve = tuple(sorted(pts.items()))
+    half = float(np.interp(0.5, [y for _, y in curve], [x for x, _ in curve]))
+    return {"l2_retention": curve, "l2_retention_probe": Ceiling(
+        "L2 retention: footprint of a re-read buffer that loses half of it between passes", half, "B",
+        f"measured: probe.l2_read under ncu at {len(pts)} sizes, {min(pts) >> 20}-{max(pts) >> 20} MiB",
+        tuple(sorted(cases)))}
 
 
 def _stream_startup(data, times, launch_s: float, min_bytes: int = 64 << 20) -> Ceiling | None:
@@ -261,6 +294,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
         if (m := measured("probe.blocks", lambda c, p, t: p["blocks"] / t if p["blocks"] >= 1 << 18 else None)):
             extra["blocks_per_s"] = Ceiling("thread blocks launched and retired", m[0], "1/s", f"measured: {m[1]}")
         extra.update(_loaded_latency(data, dev))
+        extra.update(_l2_retention(data))
         lat = data[(data.metric == "cycles_per_load")]
         clock = dev.sm_clock_hz
         for key, case, lo, hi in (("latency_l1_s", "probe.chase_ca", 0, 64 << 10),

@@ -73,10 +73,34 @@ def test_launches_that_cannot_run_are_refused_by_name():
     with pytest.raises(PerfModelError, match=r"grid \(32, 0, 1\).*m = 0"):
         perfmodel.predict("matmul.tiled", "h200", m=0)
     with pytest.raises(PerfModelError, match="threads per block = 4096"):
+        perfmodel.predict("probe.launch", "h200", threads=4096)
+    with pytest.raises(PerfModelError, match=r"shared memory per block \(static \+ dynamic\) = 300000"):
+        perfmodel.predict("probe.read", "h200", smem_per_block=300000)
+
+
+def test_parameters_without_a_compiled_kernel_are_refused_by_name():
+    """Template parameters pick an instantiation; one the source does not compile is named, with the
+    ones it does (the held-out draw asked for stencil.temporal at 7 steps and the launch failed)."""
+    with pytest.raises(PerfModelError, match="no kernel wave_temporal_7_1.*wave_temporal_6_1, wave_temporal_6_2"):
+        perfmodel.predict("stencil.temporal", "h200", steps=7)
+    with pytest.raises(PerfModelError, match="no kernel transpose_smem_64_1"):
         perfmodel.predict("transpose.smem", "h200", tile=64)
-    # 100 steps need a 232 x 232 tile of 4 arrays: 861,184 bytes of static shared memory
-    with pytest.raises(PerfModelError, match="static shared memory per block = 861184"):
-        perfmodel.predict("stencil.temporal", "h200", steps=100)
+
+
+def test_compiled_kernels_read_from_the_sources_match_the_compiler():
+    """The macro-expanded extern "C" names of every kernels/*.cu equal the functions nvcc compiled
+    (the recorded SASS listing of the H200 run)."""
+    import gzip
+    import re
+
+    from perfmodel.measurements import DATA_DIR
+    from perfmodel.suite.registry import KERNEL_DIR, compiled_entries
+
+    listing = sorted((DATA_DIR / "h200").glob("*-sass.txt.gz"))[-1]
+    with gzip.open(listing, "rt") as f:
+        compiled = set(re.findall(r"Function : (\w+)", f.read()))
+    sources = set().union(*(compiled_entries(f.name) for f in KERNEL_DIR.glob("*.cu")))
+    assert sources == compiled
 
 
 def test_static_shared_memory_matches_the_compiler():

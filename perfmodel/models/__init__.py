@@ -109,11 +109,11 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     l1 = l1_traffic(accesses, counts)
     fn = functions(dev.key).get(case.entry(p))
     issued = warp_instructions(fn, accesses, counts, launch) if fn else None
-    below = below_l1(dev, accesses, launch, l1, case.compulsory_bytes(p), resident, case.model, p)
+    ceil = ceilings(dev)
+    below = below_l1(dev, accesses, launch, l1, case.compulsory_bytes(p), resident, case.model, p, ceil.l2_loss)
     notes.extend(below.notes)
     dram, req = below.dram, below.requests
 
-    ceil = ceilings(dev)
     flops = case.flops(p)
     terms = pipe_terms(dev, ceil, l1, below.l2_read_bytes + below.l2_write_bytes, dram, req, flops, launch.blocks,
                        issued)

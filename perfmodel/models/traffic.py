@@ -13,6 +13,7 @@ resident blocks, in each L2 partition).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -198,22 +199,48 @@ class DramEstimate:
     note: str
 
 
+def reread_miss(dev: DeviceSpec, footprint_bytes: float) -> float:
+    """The share of a working set that L2 has lost by the time it is read again: none while it fits
+    one L2 partition, all of it past the whole L2, linear in between (GH100 holds a line in the
+    partition near each SM that reads it, so data every SM reads fits one half). Measured in the band
+    (plans/h200_reuse.toml): a cyclic read stream loses 4/24/83 % at 40/48/56 MiB, matmul's B
+    9/25/50/75 % (TILE 32) to 10/44/93 % (TILE 16) at 32/40/48/56 MiB - the line is a middle road."""
+    near = dev.l2_bytes / dev.arch.l2_partitions
+    if footprint_bytes <= near:
+        return 0.0
+    if footprint_bytes >= dev.l2_bytes:
+        return 1.0
+    return (footprint_bytes - near) / (dev.l2_bytes - near)
+
+
 def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: int, launch: Launch,
-                 family: str, params: dict[str, int]) -> DramEstimate:
+                 family: str, params: dict[str, int], pass_loss: float | None = None) -> DramEstimate:
+    """`pass_loss`: the measured share of the buffer L2 loses between passes (Ceilings.l2_loss)."""
     read, write = compulsory
-    if read + write <= dev.l2_bytes or family != "matmul":
-        return DramEstimate(read, write, "each array read once and written once (compulsory traffic)")
+    once = "each array read once and written once (compulsory traffic)"
+    if family == "l2" and params.get("passes", 1) > 1:  # passes over one buffer: L2 keeps what fits
+        miss = reread_miss(dev, read) if pass_loss is None else pass_loss
+        times = 1 + (params["passes"] - 1) * miss
+        return DramEstimate(int(read * times), write, f"{read / 2**20:.0f} MiB read {times:.1f} times: "
+                            f"L2 loses {100 * miss:.0f} % of it between passes") if miss else \
+            DramEstimate(read, write, once)
+    if family != "matmul":
+        return DramEstimate(read, write, once)
     # matmul: B (k x n) is shared by every block row. Blocks launched together, one per SM, share
     # each B slice in L2; later residency slots run staggered and do not (seen on the H200: DRAM
     # reads of tiled/coarsened matmul at 4096, TILE 16 and 32, COARSE 1-8). So B is streamed
-    # again for every group of max(SMs, blocks per row) consecutive blocks.
+    # again for every group of max(SMs, blocks per row) consecutive blocks, where L2 has lost it.
     b_bytes = 4 * params["k"] * params["n"]
     a_bytes = read - b_bytes
     streams = max(1.0, launch.blocks / max(dev.sm_count, launch.grid[0]))
-    return DramEstimate(int(a_bytes + streams * b_bytes), write,
-                        f"footprint {(read + write) / 2**20:.0f} MiB > L2 {dev.l2_bytes / 2**20:.0f} MiB: "
-                        f"B streamed {streams:.1f} times, once per {max(dev.sm_count, launch.grid[0])} "
-                        "consecutive blocks")
+    miss = reread_miss(dev, b_bytes)
+    if streams == 1.0 or miss == 0.0:
+        return DramEstimate(read, write, once)
+    times = 1 + (streams - 1) * miss
+    return DramEstimate(int(a_bytes + times * b_bytes), write,
+                        f"B ({b_bytes / 2**20:.0f} MiB) read {times:.1f} times: {streams:.1f} groups of "
+                        f"{max(dev.sm_count, launch.grid[0])} consecutive blocks, each missing {100 * miss:.0f} % "
+                        "of it in L2")
 
 
 def dirty_at_end(read_bytes: float, write_bytes: float, held_bytes: float, partial: bool,
@@ -282,7 +309,8 @@ class Traffic:
 
 
 def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traffic,
-             compulsory: tuple[int, int], resident_blocks: int, family: str, params: dict[str, int]) -> Traffic:
+             compulsory: tuple[int, int], resident_blocks: int, family: str, params: dict[str, int],
+             pass_loss: Callable[[float], float | None] = lambda footprint: None) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block). Writes: every
     store sector, or per block and line where L1 combines them. DRAM: compulsory bytes (or, with no
     closed form, the distinct DRAM granules read), read-modify-writes for sectors written in part
@@ -318,7 +346,7 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         rmw = compulsory[1]
         compulsory = (compulsory[0] + rmw, compulsory[1])
         notes.append("partially written sectors: read-modify-write in DRAM")
-    dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params)
+    dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params, pass_loss(compulsory[0]))
     notes.append(dram.note)
     near = dev.l2_bytes // dev.arch.l2_partitions  # what L2 holds before first writes cost fills
     req = l2_requests(l1, l2_read, written, partial, sum(compulsory), near, l1.load_requests > 0)

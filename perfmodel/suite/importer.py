@@ -15,7 +15,7 @@ from . import profile
 
 
 def import_run(folder: Path, device: str, commit: str | None = None, force: bool = False,
-               data_dir: Path = DATA_DIR) -> Path:
+               data_dir: Path | None = None) -> Path:
     """measurements.csv, device.json and the SASS listing are copied; ncu rows are taken from
     ncu.csv, or parsed from ncu_raw.tar.gz when ncu.csv was too large to come back. `commit`
     fills in a provenance the device copy could not tell ("unknown"), or replaces it with `force`
@@ -26,7 +26,7 @@ def import_run(folder: Path, device: str, commit: str | None = None, force: bool
     if commit and (force or info["provenance"]["commit"] == "unknown"):
         info["provenance"]["commit"] = commit
     prov = Provenance(**info["provenance"])
-    dest = data_dir / device
+    dest = (data_dir or DATA_DIR) / device
     dest.mkdir(parents=True, exist_ok=True)
     stem = f"run-{prov.run_id}"
     (dest / f"{stem}-device.json").write_text(json.dumps(info, indent=1))

@@ -9,8 +9,8 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
