@@ -1,6 +1,6 @@
 """Turn what a device call brought back ($OUT) into recorded data under reports/data/<device>/.
 
-    python experiments/import_run.py /work/.device/N [--device h200] [--commit HASH [--force-commit]] [--holdout]
+    python experiments/import_run.py /work/.device/N [--device h200] [--commit HASH [--force-commit]] [--holdout SET]
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ if __name__ == "__main__":
     ap.add_argument("--commit", help="the commit the run measured, where the device copy had no git")
     ap.add_argument("--force-commit", action="store_true",
                     help="replace the commit the device copy reported (its git named an older one)")
-    ap.add_argument("--holdout", action="store_true", help="a held-out run: record it under reports/data/holdout")
+    ap.add_argument("--holdout", metavar="SET", help="a held-out set's run (its plan's name): recorded beside its "
+                    "frozen predictions under reports/data/holdout/SET")
     a = ap.parse_args()
-    dest = import_run(a.folder, a.device, a.commit, a.force_commit, HOLDOUT_DIR if a.holdout else DATA_DIR)
+    dest = import_run(a.folder, a.device, a.commit, a.force_commit, HOLDOUT_DIR / a.holdout if a.holdout else DATA_DIR)
     print(f"recorded under {dest}")

@@ -4,8 +4,10 @@ GPU measured - the accuracy a user meeting a new kernel shape can expect.
 
     python -m perfmodel.holdout freeze experiments/plans/h200_holdout.toml   # before measuring
     python experiments/measure.py --plan experiments/plans/h200_holdout.toml --out $OUT --no-extras
-    python experiments/import_run.py $OUT --holdout                            # reports/data/holdout/
-    perfmodel report                                                           # the held-out section
+    python experiments/import_run.py $OUT --holdout h200_holdout       # reports/data/holdout/<plan>/
+    perfmodel report                                                    # one section per held-out set
+
+A held-out set is named after its plan's file; its frozen predictions and its runs live together.
 """
 
 from __future__ import annotations
@@ -29,15 +31,20 @@ HOLDOUT_DIR = DATA_DIR / "holdout"
 FROZEN = "predictions.jsonl"
 
 
-def frozen_path(device: str = "h200") -> Path:
-    return HOLDOUT_DIR / lookup(device).key / FROZEN
+def sets() -> list[str]:
+    """The held-out sets recorded (one per plan)."""
+    return sorted(p.name for p in HOLDOUT_DIR.iterdir() if p.is_dir()) if HOLDOUT_DIR.exists() else []
+
+
+def frozen_path(name: str, device: str = "h200") -> Path:
+    return HOLDOUT_DIR / name / lookup(device).key / FROZEN
 
 
 def freeze(plan: str | Path, device: str = "h200", force: bool = False) -> Path:
     """Write every planned case's prediction, one JSON line each, after a header line with the plan,
     the commit and the time. Refuses to replace a frozen file (that would un-hold-out its cases)."""
     dev = lookup(device)
-    path = frozen_path(dev.key)
+    path = frozen_path(Path(plan).stem, dev.key)
     if path.exists() and not force:
         raise PerfModelError(f"{path} exists: frozen predictions are never replaced (force=True to start over)")
     commit = git_commit()
@@ -52,25 +59,25 @@ def freeze(plan: str | Path, device: str = "h200", force: bool = False) -> Path:
     return path
 
 
-def frozen(device: str = "h200") -> tuple[dict, dict[str, Prediction]]:
-    """(header, case_id -> frozen Prediction)."""
-    path = frozen_path(device)
+def frozen(name: str, device: str = "h200") -> tuple[dict, dict[str, Prediction]]:
+    """(header, case_id -> frozen Prediction) of one held-out set."""
+    path = frozen_path(name, device)
     if not path.exists():
         return {}, {}
     header, *rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return header, {r["case_id"]: Prediction.from_dict(r["prediction"]) for r in rows}
 
 
-def compare_holdout(device: str = "h200") -> pd.DataFrame:
-    """The held-out run(s) against the frozen predictions (`predicted`, `rel_error`) and against the
-    model as it is now (`predicted_now`, `rel_error_now`); empty where nothing was measured yet."""
+def compare_holdout(name: str, device: str = "h200") -> pd.DataFrame:
+    """A held-out set's run(s) against its frozen predictions (`predicted`, `rel_error`) and against
+    the model as it is now (`predicted_now`, `rel_error_now`); empty where nothing was measured yet."""
     import pandas as pd
 
     from .validate import compare
 
     dev = lookup(device)
-    data = load(dev.key, HOLDOUT_DIR)
-    _, preds = frozen(dev.key)
+    data = load(dev.key, HOLDOUT_DIR / name)
+    _, preds = frozen(name, dev.key)
     if not len(data) or not preds:
         return pd.DataFrame()
     data = data[data.case_id.isin(preds)]
@@ -92,4 +99,4 @@ if __name__ == "__main__":
     f.add_argument("--device", default="h200")
     a = ap.parse_args()
     path = freeze(a.plan, a.device)
-    print(f"froze {len(frozen(a.device)[1])} predictions in {path}")
+    print(f"froze {len(frozen(Path(a.plan).stem, a.device)[1])} predictions in {path}")

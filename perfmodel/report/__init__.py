@@ -48,7 +48,11 @@ def build(device: str = "h200", out: Path | None = None, progress: bool = True) 
     shown = table.kind.isin(["counter", "counter-l1", "counter-stage", "time"])
     figures.scatter(table[shown], folder / "scatter_all.png", f"All predictions vs {dev.name} measurements")
     misses = "<h2>Where the model misses, and why</h2>" + gaps.table(table, COUNTER_ROWS)
-    _index(dev, data, summ, pages, out, folder, _headline(table), _counter_table(table), _noise(data) + misses)
+    from ..holdout import sets
+
+    held = "".join(_holdout(name, dev.key, folder) for name in sets())
+    _index(dev, data, summ, pages, out, folder, _headline(table), _counter_table(table),
+           held + _noise(data) + misses)
     if progress:
         print(f"reports written to {folder} and {out / 'index.html'} in {time.time() - t0:.0f}s")
     return out / "index.html"
@@ -101,6 +105,44 @@ def _counter_table(table: pd.DataFrame) -> str:
                         f"<td>{100 * t.rel_error.abs().median():.2f} %</td></tr>")
     return ("<table><tr><th>counter</th><th>within 5 %</th><th>median |error|</th></tr>"
             + "".join(rows) + "</table>")
+
+
+def _holdout(name: str, device: str, folder: Path) -> str:
+    """A held-out set: predictions frozen before its run, beside what it measured (and today's model)."""
+    from ..holdout import HOLDOUT_DIR, compare_holdout, frozen
+
+    t = compare_holdout(name, device)
+    if not len(t):
+        return ""
+    t.to_csv(folder / f"{name}.csv", index=False)
+    header, preds = frozen(name, device)
+    runs = load(device, HOLDOUT_DIR / name).drop_duplicates("run_id")
+    failed = sorted(set(preds) - set(t.case_id))
+    timed = t[t.kind == "time"]
+    figures.scatter(timed.assign(kind="time (frozen)"), folder / f"{name}_time.png",
+                    f"{name}: frozen predicted vs measured time")
+    rows = []
+    for kind in ("time", "counter-l1", "counter", "counter-writeback", "occupancy", "counter-stage"):
+        g = t[t.kind == kind]
+        if len(g):
+            rows.append(f"<tr><td>{kind}</td><td>{len(g)}</td><td>{(g.rel_error.abs() <= 0.05).sum()}</td>"
+                        f"<td>{100 * g.rel_error.abs().mean():.1f} %</td><td>{100 * g.rel_error.abs().max():.0f} %</td>"
+                        f"<td>{(g.rel_error_now.abs() <= 0.05).sum()}</td>"
+                        f"<td>{100 * g.rel_error_now.abs().mean():.1f} %</td></tr>")
+    naive = ((timed.baseline - timed.measured) / timed.measured).abs().mean()
+    worst = timed.iloc[timed.rel_error.abs().argmax()] if len(timed) else None
+    text = (f"{len(preds)} cases drawn at random shapes ({html.escape(header.get('plan', ''))}); the model's "
+            f"predictions frozen at commit {html.escape(header.get('commit', '?'))} ({header.get('utc', '?')}) "
+            f"before run {', '.join(runs.run_id)} measured them (commit {', '.join(runs.commit)}). "
+            + (f"Time: MAPE {100 * timed.rel_error.abs().mean():.1f} % over {len(timed)} cases (naive datasheet "
+               f"roofline {100 * naive:.0f} %), {100 * (timed.rel_error.abs() <= 0.10).mean():.0f} % within 10 %, "
+               f"worst {100 * worst.rel_error:+.0f} % ({html.escape(worst.case_id)}). " if worst is not None else "")
+            + (f"Not measured (the launch failed): {html.escape(', '.join(failed))}." if failed else ""))
+    return (f"<h2>Held out ({html.escape(name)}): predicted before measured</h2><p>" + text
+            + "</p><table><tr><th>kind</th><th>rows</th>"
+            "<th>frozen: within 5 %</th><th>MAPE</th><th>largest</th><th>model now: within 5 %</th><th>MAPE</th>"
+            "</tr>" + "".join(rows) + f"</table><p>Per case: <a href='{folder.name}/{name}.csv'>{name}.csv</a>.</p>"
+            f"<p><img src='{folder.name}/{name}_time.png' width='380' alt='held-out times'></p>")
 
 
 def _noise(data: pd.DataFrame) -> str:
