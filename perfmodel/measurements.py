@@ -103,7 +103,7 @@ def load(device: str = "h200", data_dir: Path | None = None) -> pd.DataFrame:
 
     folder = (data_dir or DATA_DIR) / device
     files = sorted([*folder.glob("*.csv"), *folder.glob("*.csv.gz")])
-    frames = [pd.read_csv(f) for f in files if f.stat().st_size]
+    frames = [pd.read_csv(f, dtype={"commit": str, "run_id": str}) for f in files if f.stat().st_size]
     frames = [f for f in frames if set(COLUMNS) <= set(f.columns)]
     if not frames:
         return pd.DataFrame(columns=list(COLUMNS))

@@ -13,12 +13,18 @@ REASONS: list[tuple[str, str, str]] = [
     ("l2_requested_read_sectors", "matmul.naive", "blocks of one grid row meet on an SM and share A's lines in "
                                                   "L1: recorded placements explain all three sizes within 3 % "
                                                   "(perfmodel.placement); the model keeps the per-block bound"),
+    ("l2_requested_read_sectors", "matmul.", "TILE 16 on grids wider than the SMs: blocks of one grid row meet on an "
+                                             "SM and share A's lines in L1, as the naive matmul's (found out of "
+                                             "sample: the reuse sweep, the held-out draws) - not predicted"),
     ("l2_read_sectors", "", "the L2 slices merge requests for one sector that arrive together: the prediction "
                             "(what the L1s request) is an upper bound"),
     ("l2_write_sectors", "mem.global_store", "L1 sometimes merges neighbouring warps' partial sectors "
                                              "(timing-dependent)"),
     ("dram_", "transpose.naive", "L2 fills from DRAM some sectors it holds no data of that warps write in 4-byte "
                                  "pieces (checks/fills_check.csv); how many is not modelled"),
+    ("dram_read_bytes", "matmul.", "B of 20-60 MiB: L2 keeps part of it between the block groups that re-read it - "
+                                   "0-100 % lost by variant at one size (plans/h200_reuse.toml); the model takes a "
+                                   "share linear between one L2 partition and the whole L2"),
     ("dram_write_bytes_in_kernel", "", "what L2 writes back before the kernel ends follows its replacement "
                                        "order; under 16 MiB, lines ncu's own setup left dirty dominate"),
     ("time_s", "matmul.coarsened", "COARSE 8: one block per SM, waiting on its shared loads' results "
@@ -35,6 +41,9 @@ REASONS: list[tuple[str, str, str]] = [
                                "need) and tag passes (5 %) the model does not count"),
     ("time_s", "stencil.temporal", "issue-bound at 3.1 of 4 warp instructions per cycle (ncu, plan "
                                    "h200_stalls_misses): the integer-pipe contention of the L1-resident probes"),
+    ("time_s", "transpose.smem", "TILE 16 (4 warps a block, 16 blocks per SM): below the measured rate in every "
+                                 "case and most in the smallest (held out: 5 vs 8 us at 1082 x 1048) - not "
+                                 "explained yet"),
     ("time_s", "transpose.rows", "with one padded row it streams (ncu: DRAM 68 %, L2 85 % of peak, few barrier "
                                  "stalls): the calibrated barrier-phase rule's exposed latency per wave is not"),
 ]

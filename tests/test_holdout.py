@@ -1,0 +1,47 @@
+"""Held-out sets: predictions frozen in a file before their cases were measured, then compared."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import perfmodel
+from perfmodel.holdout import HOLDOUT_DIR, compare_holdout, frozen, sets
+from perfmodel.measurements import load
+from perfmodel.models.base import Prediction
+
+
+def test_a_prediction_survives_the_frozen_file():
+    p = perfmodel.predict("matmul.coarsened", "h200", m=999, n=1234, k=777, coarse=2)
+    assert Prediction.from_dict(json.loads(json.dumps(p.as_dict()))) == p
+
+
+@pytest.fixture(scope="module", params=sets())
+def held(request):
+    name = request.param
+    return name, frozen(name, "h200"), load("h200", HOLDOUT_DIR / name), compare_holdout(name, "h200")
+
+
+def test_predictions_were_frozen_before_the_run_measured_them(held):
+    name, (header, preds), data, _ = held
+    assert len(preds) >= 30 and header["commit"] and not header["commit"].endswith("-dirty")
+    runs = data.drop_duplicates("run_id")
+    assert len(runs) and (runs.utc > header["utc"]).all(), f"{name}: a run predates its frozen predictions"
+    assert set(data.case_id) <= set(preds)  # nothing measured that was not predicted first
+
+
+def test_held_out_accuracy(held):
+    """The frozen predictions against the held-out runs (H200): time MAPE under 10 % (the issue's
+    target; 6.5 % and 5.8 % measured), within 10 % for most, occupancy and L1 counts exact - and one
+    or two small kernels (5-8 us) past 25 %, which the report names."""
+    name, _, _, t = held
+    time = t[t.kind == "time"]
+    assert len(time) >= 30
+    assert time.rel_error.abs().mean() <= 0.10, name
+    assert (time.rel_error.abs() <= 0.10).mean() >= 0.7, name
+    assert (time.rel_error.abs() > 0.25).sum() <= 2 and time.rel_error.abs().max() < 0.35, name
+    assert (t[t.kind == "occupancy"].rel_error == 0).all()
+    assert (t[t.kind == "counter-l1"].rel_error.abs() <= 0.05).all()
+    baseline = ((time.baseline - time.measured) / time.measured).abs().mean()
+    assert baseline > 5 * time.rel_error.abs().mean()  # the naive datasheet roofline, beside it
