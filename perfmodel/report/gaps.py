@@ -41,9 +41,6 @@ REASONS: list[tuple[str, str, str]] = [
                                "need) and tag passes (5 %) the model does not count"),
     ("time_s", "stencil.temporal", "issue-bound at 3.1 of 4 warp instructions per cycle (ncu, plan "
                                    "h200_stalls_misses): the integer-pipe contention of the L1-resident probes"),
-    ("time_s", "transpose.smem", "TILE 16 (4 warps a block, 16 blocks per SM): below the measured rate in every "
-                                 "case and most in the smallest (held out: 5 vs 8 us at 1082 x 1048) - not "
-                                 "explained yet"),
     ("time_s", "transpose.rows", "with one padded row it streams (ncu: DRAM 68 %, L2 85 % of peak, few barrier "
                                  "stalls): the calibrated barrier-phase rule's exposed latency per wave is not"),
 ]
