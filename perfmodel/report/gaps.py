@@ -33,12 +33,13 @@ REASONS: list[tuple[str, str, str]] = [
                                    "and dispatch stalls (plans h200_pipes, h200_stalls) - contention, not modelled"),
     ("time_s", "probe.store_lines", "issue-bound integer code, as probe.load_lines"),
     ("time_s", "probe.copy", "copies of a few MiB end with up to ~20 MB of their writes still in L2"),
-    ("time_s", "matmul.corner_turning", "wave quantisation at 1000-1024 (5.0-5.2 waves of 6 blocks per SM): the last, "
-                                        "partial wave is charged a full wave; its blocks, alone on their SMs, run "
-                                        "faster. A pipe-shared tail would put these within 3 % but moves the "
-                                        "3.8-wave cases the other way - not changed"),
     ("time_s", "matmul.naive", "at 1000 L1 misses add data-stage wavefronts (ncu: 10 % more than the addresses "
                                "need) and tag passes (5 %) the model does not count"),
+    ("time_s", "matmul.", "wave quantisation (corner turning at 1000-1024: 5.0-5.2 waves; held-out COARSE 4 at "
+                          "2.1 waves +28 %): the last, partial wave is charged a full wave, but its blocks, alone on "
+                          "their SMs, run faster. Charging the busiest SM's blocks instead (block quantisation) "
+                          "puts these within 2-8 % but the naive matmul's tail blocks do not run faster (-3 -> "
+                          "-21 %, held out): not changed"),
     ("time_s", "stencil.temporal", "issue-bound at 3.1 of 4 warp instructions per cycle (ncu, plan "
                                    "h200_stalls_misses): the integer-pipe contention of the L1-resident probes"),
     ("time_s", "transpose.rows", "with one padded row it streams (ncu: DRAM 68 %, L2 85 % of peak, few barrier "
