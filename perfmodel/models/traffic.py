@@ -199,10 +199,18 @@ class DramEstimate:
     note: str
 
 
+def matmul_b_streams(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> tuple[int, float]:
+    """B's bytes (k x n floats) and how many times the blocks stream it: B is shared by every block
+    row; blocks launched together, one per SM, share each B slice in L2, later residency slots run
+    staggered and do not (seen on the H200: tiled/coarsened matmul at 4096, TILE 16 and 32, COARSE
+    1-8) - so once per group of max(SMs, blocks per row) consecutive blocks."""
+    return 4 * params["k"] * params["n"], max(1.0, launch.blocks / max(dev.sm_count, launch.grid[0]))
+
+
 def reread_miss(dev: DeviceSpec, footprint_bytes: float) -> float:
     """The share of a working set that L2 has lost by the time it is read again: none while it fits
-    one L2 partition, all of it past the whole L2, linear in between (GH100 holds a line in the
-    partition near each SM that reads it, so data every SM reads fits one half). Measured in the band
+    one L2 partition, all of it past the whole L2, linear in between (a line that SMs on both sides
+    read may be held in both halves, so only one half is sure to hold such data). Measured in the band
     (plans/h200_reuse.toml): a cyclic read stream loses 4/24/83 % at 40/48/56 MiB, matmul's B
     9/25/50/75 % (TILE 32) to 10/44/93 % (TILE 16) at 32/40/48/56 MiB - the line is a middle road."""
     near = dev.l2_bytes / dev.arch.l2_partitions
@@ -226,13 +234,9 @@ def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: 
             DramEstimate(read, write, once)
     if family != "matmul":
         return DramEstimate(read, write, once)
-    # matmul: B (k x n) is shared by every block row. Blocks launched together, one per SM, share
-    # each B slice in L2; later residency slots run staggered and do not (seen on the H200: DRAM
-    # reads of tiled/coarsened matmul at 4096, TILE 16 and 32, COARSE 1-8). So B is streamed
-    # again for every group of max(SMs, blocks per row) consecutive blocks, where L2 has lost it.
-    b_bytes = 4 * params["k"] * params["n"]
+    # matmul: each group of blocks streams B again, where L2 has lost it
+    b_bytes, streams = matmul_b_streams(dev, launch, params)
     a_bytes = read - b_bytes
-    streams = max(1.0, launch.blocks / max(dev.sm_count, launch.grid[0]))
     miss = reread_miss(dev, b_bytes)
     if streams == 1.0 or miss == 0.0:
         return DramEstimate(read, write, once)

@@ -113,3 +113,19 @@ def timeline(events: pd.DataFrame, path: Path, title: str) -> str:
         ax.annotate(f"{n} stream(s)", (0, y - 1), fontsize=7)
     ax.set(xlabel="ms since the first copy", yticks=[], title=title + " (blue H2D, green kernel, orange D2H)")
     return _save(fig, path)
+
+
+def retention(curve: tuple[tuple[float, float], ...], points: pd.DataFrame, model: pd.DataFrame, path: Path,
+              title: str) -> str:
+    """Share of a re-read working set L2 has lost by the next read, against the set's size: the
+    measured cyclic stream, the measured matmuls (one marker per variant) and the model's line."""
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    if curve:
+        x, y = zip(*curve, strict=True)
+        ax.plot(np.array(x) / 2**20, y, "k-o", ms=4, label="probe.l2_read (measured: retention curve)")
+    for i, (variant, g) in enumerate(points.groupby("variant")):
+        ax.scatter(g.mib, g.lost, marker="osd^v<>"[i % 7], s=28, label=f"matmul B, {variant} (measured)")
+    ax.plot(model.mib, model.lost, "r--", lw=1.5, label="model for matmul B")
+    ax.set(xlabel="working set re-read (MiB)", ylabel="share lost between reads", title=title, ylim=(-0.05, 1.1))
+    ax.legend(fontsize=7)
+    return _save(fig, path)

@@ -235,15 +235,42 @@ def ceilings_study(dev, data, table, ceil, folder: Path) -> Page:
         page.figures.append(("stream size sweep", figures.lines(
             sweep, "mib", [("measured", "o", "measured"), ("predicted", "-", "model")], folder / "stream_sizes.png",
             "float4 streams: time vs array size", "MiB per array", "s", group="stream", logx=True, logy=True)))
+    if ceil.l2_retention:
+        page.figures.append(("L2 retention", _retention_figure(dev, table, ceil, folder)))
     page.text = ("Measured ceilings replace the datasheet where recorded; the source column says which is which. "
                  "A DRAM stream pays a start-up and drain once (the intercept of the float4 read stream's time "
                  "against bytes, beyond the launch): a 1 MiB read takes 4 µs where its bytes alone take 0.2 µs. "
                  "Copies of 2-64 MiB per array run 8-15 % faster than the model: up to ~20 MB of their writes "
                  "are still in L2 when they end (see the write-back counters) and cost no DRAM time inside "
-                 "the kernel.")
+                 "the kernel. What L2 keeps of a working set read again (probe.l2_read, 4 passes over 16-128 "
+                 "MiB) is a measured curve too; matmul's B, re-read by each group of blocks, loses more of itself "
+                 "and by variant (figure): the model's line between one L2 partition and the whole L2 is a middle "
+                 "road, off by up to 60 % there.")
     page.tables = [("Ceilings", cs), ("Probe times", table[(table.study == "ceilings") & (table.kind == "time")]
                                       [["case_id", "predicted", "measured", "rel_error", "baseline"]])]
     return page
+
+
+def _retention_figure(dev, table, ceil, folder: Path) -> str:
+    """The measured share of B each matmul group lost before the next re-read it, beside the cyclic
+    stream's retention curve and the model's line."""
+    from ..models.traffic import matmul_b_streams, reread_miss
+    from ..suite.registry import get
+
+    rows = table[table.case.str.startswith(("matmul.tiled", "matmul.corner", "matmul.coarsened"))
+                 & (table.metric == "dram_read_bytes") & table.kind.isin(["counter", "counter-noise"])]
+    pts = []
+    for r in rows.itertuples():
+        p = get(r.case).bind(**json.loads(r.params))
+        b, streams = matmul_b_streams(dev, get(r.case).launch(p), p)
+        if streams > 2 and 8 << 20 <= b <= 96 << 20:
+            lost = ((r.measured - 4 * p["m"] * p["k"]) / b - 1) / (streams - 1)
+            variant = r.case.split(".")[1] + (f" {p['coarse']}" if "coarse" in p else f" {p['tile']}")
+            pts.append(dict(mib=b / 2**20, lost=lost, variant=variant))
+    mib = np.linspace(8, 96, 89)
+    model = pd.DataFrame(dict(mib=mib, lost=[reread_miss(dev, m * 2**20) for m in mib]))
+    return figures.retention(ceil.l2_retention, pd.DataFrame(pts, columns=["mib", "lost", "variant"]), model,
+                             folder / "l2_retention.png", "What L2 keeps of a re-read working set")
 
 
 def _time_page(name: str, study: str, title: str, table: pd.DataFrame, folder: Path, text: str) -> Page:
