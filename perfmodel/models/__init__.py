@@ -22,7 +22,7 @@ from ..occupancy import occupancy
 from ..sass import functions
 from .base import Prediction, Term
 from .issue import warp_instructions
-from .time import IN_SM, OUTSIDE_SM, barrier_rounds_term, latency_term, phase_term, pipe_terms
+from .time import IN_SM, OUTSIDE_SM, barrier_rounds_term, latency_term, phase_term, pipe_terms, streams_past_barriers
 from .traffic import below_l1, dirty_at_end, l1_traffic
 
 __all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
@@ -118,7 +118,13 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     terms = pipe_terms(dev, ceil, l1, below.l2_read_bytes + below.l2_write_bytes, dram, req, flops, launch.blocks,
                        issued)
     if case.sync_after_loads:
-        extra = phase_term(ceil, terms, occ, waves)
+        loads = max(dram.read_bytes - below.rmw_read_bytes, 0)
+        in_flight = blocks_per_sm * dev.sm_count * loads / max(launch.blocks, 1)  # every resident block's loads
+        streams = streams_past_barriers(ceil, terms, in_flight, loads)
+        extra = None if streams else phase_term(ceil, terms, occ, waves)
+        if streams:
+            notes.append(f"{in_flight / 2**20:.1f} MiB of loads in flight cover DRAM's bandwidth-delay product: "
+                         "it streams past its barriers")
     else:
         warp_loads = max(dram.read_bytes - below.rmw_read_bytes, 0)
         if launch.loops:  # a loop: its independent loads per iteration are in flight

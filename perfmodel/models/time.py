@@ -85,6 +85,20 @@ def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float) 
                 f"({b} blocks per SM) + {rounds} waves x {lat.value * 1e9:.0f} ns latency at the barrier")
 
 
+def streams_past_barriers(ceil: Ceilings, terms: list[Term], in_flight_bytes: float, read_bytes: float) -> bool:
+    """Whether a kernel that waits at a barrier for its loads streams like one that does not: its
+    resident blocks' loads, in flight for the load phase's share of the time, cover DRAM's
+    bandwidth-delay product at the loaded latency (Little's law), so no wave's latency is exposed
+    (transpose.rows pad 1, four loads a thread: measured at DRAM speed, +11..+16 % under the phase
+    rule; the one-load shared-memory transposes stay below it)."""
+    by = {t.name: t.time_s for t in terms}
+    load_s, work_s = by["dram"], max(by["l1"], by["l1_tag"], by.get("issue", 0.0))
+    if not (ceil.latency_dram_s and load_s and read_bytes):
+        return False
+    share = load_s / (load_s + work_s)
+    return in_flight_bytes * share >= ceil.dram_latency_s(in_flight_bytes) * read_bytes / load_s
+
+
 def latency_term(ceil: Ceilings, l1: L1Traffic, dram: DramEstimate, load_bytes: float,
                  in_flight_bytes: float) -> Term | None:
     """Little's law: the DRAM bytes warps load (`load_bytes`) at bytes in flight / DRAM latency, the

@@ -42,8 +42,6 @@ REASONS: list[tuple[str, str, str]] = [
                           "-21 %, held out): not changed"),
     ("time_s", "stencil.temporal", "issue-bound at 3.1 of 4 warp instructions per cycle (ncu, plan "
                                    "h200_stalls_misses): the integer-pipe contention of the L1-resident probes"),
-    ("time_s", "transpose.rows", "with one padded row it streams (ncu: DRAM 68 %, L2 85 % of peak, few barrier "
-                                 "stalls): the calibrated barrier-phase rule's exposed latency per wave is not"),
 ]
 
 
