@@ -68,6 +68,11 @@ class DeviceSpec:
         return f"{self.major}.{self.minor}"
 
     @property
+    def l2_partition_bytes(self) -> int:
+        """One L2 partition (half the L2 on GA100/GH100): what an SM's near half holds."""
+        return self.l2_bytes // self.arch.l2_partitions
+
+    @property
     def max_warps_per_sm(self) -> int:
         return self.max_threads_per_sm // self.warp_size
 

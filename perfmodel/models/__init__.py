@@ -117,16 +117,15 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     flops = case.flops(p)
     terms = pipe_terms(dev, ceil, l1, below.l2_read_bytes + below.l2_write_bytes, dram, req, flops, launch.blocks,
                        issued)
+    warp_loads = max(dram.read_bytes - below.rmw_read_bytes, 0)  # DRAM bytes the warps wait for
     if case.sync_after_loads:
-        loads = max(dram.read_bytes - below.rmw_read_bytes, 0)
-        in_flight = blocks_per_sm * dev.sm_count * loads / max(launch.blocks, 1)  # every resident block's loads
-        streams = streams_past_barriers(ceil, terms, in_flight, loads)
+        in_flight = blocks_per_sm * dev.sm_count * warp_loads / max(launch.blocks, 1)  # every resident block's
+        streams = streams_past_barriers(ceil, terms, in_flight, warp_loads)
         extra = None if streams else phase_term(ceil, terms, occ, waves)
         if streams:
             notes.append(f"{in_flight / 2**20:.1f} MiB of loads in flight cover DRAM's bandwidth-delay product: "
                          "it streams past its barriers")
     else:
-        warp_loads = max(dram.read_bytes - below.rmw_read_bytes, 0)
         if launch.loops:  # a loop: its independent loads per iteration are in flight
             per_warp = case.loads_in_flight(p) * (l1.load_bytes / l1.load_requests if l1.load_requests else 0.0)
         else:  # straight-line code: a warp issues all its loads before it waits
@@ -155,10 +154,10 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         # the read stream's intercept, else one DRAM round trip. The barrier phases count the first
         # wave's round trip already (held out: 5-10 us barrier kernels were 16-30 % short without it)
         startup = ceil.stream_startup_s or ceil.latency_dram_s
-        ramp = startup.value - (ceil.latency_dram_s.value if slowest.name == "barrier" and ceil.latency_dram_s
-                                else 0.0)
-        time_s += max(ramp, 0.0)
-        terms.append(Term("startup", max(ramp, 0.0), 1, 1 / startup.value, startup.source))
+        counted = ceil.latency_dram_s.value if slowest.name == "barrier" and ceil.latency_dram_s else 0.0
+        ramp = max(startup.value - counted, 0.0)
+        time_s += ramp
+        terms.append(Term("startup", ramp, 1, 1 / startup.value, startup.source))
     if case.barrier_phases and slowest.name in IN_SM:
         added = barrier_rounds_term(ceil, math.ceil(waves) * case.barrier_phases(p), blocks_per_sm)
         if added:

@@ -66,6 +66,12 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_bytes: float, 
     return terms
 
 
+def _load_and_work(terms: list[Term]) -> tuple[float, float]:
+    """A barrier kernel's phases: loading (its DRAM time) and working (its slowest in-SM pipe)."""
+    by = {t.name: t.time_s for t in terms}
+    return by["dram"], max(by["l1"], by["l1_tag"], by.get("issue", 0.0))
+
+
 def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float) -> Term | None:
     """load -> barrier -> work in shared memory. The resident blocks of a wave start together and
     one DRAM latency per wave is exposed; a block's shorter phase hides behind the other blocks'
@@ -73,9 +79,7 @@ def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float) 
     lat = ceil.latency_dram_s
     if not lat:
         return None
-    by = {t.name: t.time_s for t in terms}
-    load_s = by["dram"]
-    work_s = max(by["l1"], by["l1_tag"], by.get("issue", 0.0))
+    load_s, work_s = _load_and_work(terms)
     b = occ.blocks_per_sm
     exposed = hidden_behind_others(b)
     rounds = math.ceil(waves)
@@ -91,8 +95,7 @@ def streams_past_barriers(ceil: Ceilings, terms: list[Term], in_flight_bytes: fl
     bandwidth-delay product at the loaded latency (Little's law), so no wave's latency is exposed
     (transpose.rows pad 1, four loads a thread: measured at DRAM speed, +11..+16 % under the phase
     rule; the one-load shared-memory transposes stay below it)."""
-    by = {t.name: t.time_s for t in terms}
-    load_s, work_s = by["dram"], max(by["l1"], by["l1_tag"], by.get("issue", 0.0))
+    load_s, work_s = _load_and_work(terms)
     if not (ceil.latency_dram_s and load_s and read_bytes):
         return False
     share = load_s / (load_s + work_s)

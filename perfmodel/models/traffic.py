@@ -213,7 +213,7 @@ def reread_miss(dev: DeviceSpec, footprint_bytes: float) -> float:
     read may be held in both halves, so only one half is sure to hold such data). Measured in the band
     (plans/h200_reuse.toml): a cyclic read stream loses 4/24/83 % at 40/48/56 MiB, matmul's B
     9/25/50/75 % (TILE 32) to 10/44/93 % (TILE 16) at 32/40/48/56 MiB - the line is a middle road."""
-    near = dev.l2_bytes / dev.arch.l2_partitions
+    near = dev.l2_partition_bytes
     if footprint_bytes <= near:
         return 0.0
     if footprint_bytes >= dev.l2_bytes:
@@ -222,16 +222,19 @@ def reread_miss(dev: DeviceSpec, footprint_bytes: float) -> float:
 
 
 def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: int, launch: Launch,
-                 family: str, params: dict[str, int], pass_loss: float | None = None) -> DramEstimate:
-    """`pass_loss`: the measured share of the buffer L2 loses between passes (Ceilings.l2_loss)."""
+                 family: str, params: dict[str, int],
+                 pass_loss: Callable[[float], float | None] = lambda footprint: None) -> DramEstimate:
+    """`pass_loss(footprint)`: the measured share of a buffer L2 loses between passes (Ceilings.l2_loss)."""
     read, write = compulsory
     once = "each array read once and written once (compulsory traffic)"
     if family == "l2" and params.get("passes", 1) > 1:  # passes over one buffer: L2 keeps what fits
-        miss = reread_miss(dev, read) if pass_loss is None else pass_loss
+        measured = pass_loss(read)
+        miss = reread_miss(dev, read) if measured is None else measured
+        if miss == 0.0:
+            return DramEstimate(read, write, once)
         times = 1 + (params["passes"] - 1) * miss
         return DramEstimate(int(read * times), write, f"{read / 2**20:.0f} MiB read {times:.1f} times: "
-                            f"L2 loses {100 * miss:.0f} % of it between passes") if miss else \
-            DramEstimate(read, write, once)
+                            f"L2 loses {100 * miss:.0f} % of it between passes")
     if family != "matmul":
         return DramEstimate(read, write, once)
     # matmul: each group of blocks streams B again, where L2 has lost it
@@ -350,9 +353,9 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         rmw = compulsory[1]
         compulsory = (compulsory[0] + rmw, compulsory[1])
         notes.append("partially written sectors: read-modify-write in DRAM")
-    dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params, pass_loss(compulsory[0]))
+    dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params, pass_loss)
     notes.append(dram.note)
-    near = dev.l2_bytes // dev.arch.l2_partitions  # what L2 holds before first writes cost fills
+    near = dev.l2_partition_bytes  # what L2 holds before first writes cost fills
     req = l2_requests(l1, l2_read, written, partial, sum(compulsory), near, l1.load_requests > 0)
     l2_write = l1.store_sectors * SECTOR
     if req.merged:

@@ -358,7 +358,7 @@ def transpose_study(dev, data, table, ceil, folder: Path) -> Page:
         return f"{e.min()} %" if e.min() == e.max() else f"{e.min()}-{e.max()} %"
 
     smallest, fits = rows["size"].min(), 8 * rows["size"] ** 2 < dev.l2_bytes
-    partition_mib = dev.l2_bytes / dev.arch.l2_partitions / 2**20
+    partition_mib = dev.l2_partition_bytes / 2**20
     page = _time_page("transpose", "transpose", "Transpose variants", table, folder,
                       "Counters match. The shared-memory versions load, wait at a barrier, then work in "
                       "shared memory: one DRAM latency per wave is exposed, and a block's shorter phase hides "

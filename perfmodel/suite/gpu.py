@@ -7,14 +7,13 @@ import functools
 import os
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..errors import GpuUnavailableError
+from .registry import KERNEL_DIR
 
-KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 POISON_BITS = 0x7FC00000  # a quiet NaN: any output left unwritten stays NaN
 FLUSH_GRID = (1056, 256)  # the reading L2 flush (probes.cu flush_read): blocks x threads
 FLUSH_KERNEL = "flush_read"
