@@ -136,6 +136,21 @@ extern "C" __global__ void fma_peak(float* __restrict__ out, int iters, float a,
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
 
+// FP64 FMA peak: the same 8 independent chains per thread in double precision, 2 FLOPs per DFMA.
+extern "C" __global__ void dfma_peak(double* __restrict__ out, int iters, double a, double b) {
+    double x[8];
+#pragma unroll
+    for (int c = 0; c < 8; ++c) x[c] = threadIdx.x + c;
+    for (int it = 0; it < iters; ++it) {
+#pragma unroll
+        for (int c = 0; c < 8; ++c) x[c] = fma(x[c], a, b);
+    }
+    double s = 0.0;
+#pragma unroll
+    for (int c = 0; c < 8; ++c) s += x[c];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
+
 extern "C" __global__ void vadd(const float* __restrict__ a, const float* __restrict__ b,
                                 float* __restrict__ c, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)

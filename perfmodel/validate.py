@@ -159,11 +159,10 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
             for name, metric in LIMITS.items():
                 if metric in m and limits[name] is not None:
                     add(f"block_limit_{name}", "block", "occupancy", limits[name], m[metric])
-            flop_metrics = ["smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-                            "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-                            "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum"]
+            op = "d" if pred.precision == "fp64" else "f"
+            flop_metrics = [f"smsp__sass_thread_inst_executed_op_{op}{i}_pred_on.sum" for i in ("fma", "add", "mul")]
             if pred.flops and all(f in m and not np.isnan(m[f]) for f in flop_metrics) \
-                    and c.case.startswith(("matmul", "probe.fma")):
+                    and c.case.startswith(("matmul", "probe.fma", "probe.dfma")):
                 add("flops", "FLOP", "counter", pred.flops, 2 * m[flop_metrics[0]] + m[flop_metrics[1]]
                     + m[flop_metrics[2]])
         if c.case_id in wb.index:

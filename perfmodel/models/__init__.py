@@ -63,7 +63,8 @@ def naive_roofline_time(case_name: str, device: str | DeviceSpec = "h200", **par
     case = get(case_name)
     p = case.bind(**params)
     r, w = case.compulsory_bytes(p)
-    return max(case.flops(p) / dev.fp32_flops_per_s, (r + w) / dev.dram_bandwidth_bytes_per_s)
+    peak = dev.fp64_flops_per_s if case.precision == "fp64" else dev.fp32_flops_per_s
+    return max(case.flops(p) / peak, (r + w) / dev.dram_bandwidth_bytes_per_s)
 
 
 def _launch(case, p: dict[str, int]):
@@ -116,7 +117,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
 
     flops = case.flops(p)
     terms = pipe_terms(dev, ceil, l1, below.l2_read_bytes + below.l2_write_bytes, dram, req, flops, launch.blocks,
-                       issued)
+                       issued, case.precision)
     warp_loads = max(dram.read_bytes - below.rmw_read_bytes, 0)  # DRAM bytes the warps wait for
     if case.sync_after_loads:
         in_flight = blocks_per_sm * dev.sm_count * warp_loads / max(launch.blocks, 1)  # every resident block's
@@ -167,7 +168,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         terms.append(Term("launch", ceil.launch_s.value, 1, 1 / ceil.launch_s.value, ceil.launch_s.source))
         time_s += ceil.launch_s.value  # events around one launch include its start-up
     return Prediction(
-        case=case_name, device=dev.name, params=p, flops=flops,
+        case=case_name, device=dev.name, params=p, flops=flops, precision=case.precision,
         global_load_bytes=l1.load_bytes, global_store_bytes=l1.store_bytes,
         global_load_requests=l1.load_requests, global_load_sectors=l1.load_sectors,
         global_store_requests=l1.store_requests, global_store_sectors=l1.store_sectors,

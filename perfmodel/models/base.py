@@ -12,7 +12,7 @@ from ..occupancy import Occupancy
 class Term:
     """One line of a time breakdown: what limits, how long it alone would take, and why."""
 
-    name: str  # dram | l2 | l2_requests | l1 | l1_tag | fp32 | issue | latency | barrier | blocks | startup | launch
+    name: str  # dram | l2 | l2_requests | l1 | l1_tag | fp32 | fp64 | issue | latency | barrier | blocks | startup | launch
     time_s: float
     work: float
     rate_per_s: float
@@ -26,7 +26,7 @@ class Prediction:
     case: str
     device: str
     params: dict[str, int]
-    flops: float  # executed FP32 FLOPs (a tiled kernel's padded tiles included)
+    flops: float  # executed FLOPs (a tiled kernel's padded tiles included), on the `precision` pipe
     global_load_bytes: int  # what the threads request (the textbook's "global memory accesses")
     global_store_bytes: int
     global_load_requests: int
@@ -45,6 +45,7 @@ class Prediction:
     waves: float
     bound: str
     time_s: float
+    precision: str = "fp32"  # fp32 | fp64
     warp_instructions: float = 0.0  # issued, estimated from the SASS (0: no SASS recorded)
     global_load_wavefronts: int = 0  # L1 data stage (same bank rule as shared memory)
     global_store_wavefronts: int = 0

@@ -12,7 +12,7 @@ from .base import Term
 from .issue import Instructions
 from .traffic import DramEstimate, L1Traffic, L2Requests
 
-IN_SM = ("fp32", "l1", "l1_tag", "issue")  # pipes inside the SM: bound per wave of resident blocks
+IN_SM = ("fp32", "fp64", "l1", "l1_tag", "issue")  # pipes inside the SM: bound per wave of resident blocks
 OUTSIDE_SM = ("dram", "latency", "l2", "l2_requests", "blocks")  # bounds that stream through the memory system
 
 
@@ -25,8 +25,9 @@ def hidden_behind_others(blocks_per_sm: int) -> float:
 
 
 def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_bytes: float, dram: DramEstimate,
-               req: L2Requests, flops: float, blocks: int, issued: Instructions | None) -> list[Term]:
-    """Each pipe's time at its measured rate."""
+               req: L2Requests, flops: float, blocks: int, issued: Instructions | None,
+               precision: str = "fp32") -> list[Term]:
+    """Each pipe's time at its measured rate (the FLOPs on the FP32 or the FP64 pipe)."""
     clock = dev.sm_clock_hz
     dram_s = ceil.dram_time_s(dram.read_bytes, dram.write_bytes) or 1e-30
     moved = dram.read_bytes + dram.write_bytes
@@ -34,6 +35,7 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_bytes: float, 
     tags = l1.load_tag_wavefronts + l1.store_tag_wavefronts
     smem_wf = l1.smem_load_wavefronts + l1.smem_store_wavefronts
     wf_rate = ceil.smem_bytes_per_s.value / 128
+    fp = ceil.fp64_flops_per_s if precision == "fp64" else ceil.fp32_flops_per_s
     terms = [
         Term("dram", dram_s, moved, moved / dram_s,
              ceil.dram_bytes_per_s.source + (f"; reads alone {ceil.dram_read_bytes_per_s.source}"
@@ -45,8 +47,7 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_bytes: float, 
              f"at the measured shared-memory rate"),
         Term("l1_tag", tags / (dev.sm_count * clock), tags, dev.sm_count * clock,
              "L1 tag stage: one line per tag bank (4, hashed) per SM per cycle"),
-        Term("fp32", flops / ceil.fp32_flops_per_s.value, flops, ceil.fp32_flops_per_s.value,
-             ceil.fp32_flops_per_s.source),
+        Term(precision, flops / fp.value, flops, fp.value, fp.source),
     ]
     hit, fill, rmw = ceil.l2_write_requests_per_s, ceil.l2_write_fill_requests_per_s, ceil.l2_write_rmw_requests_per_s
     n = req.read + req.writes

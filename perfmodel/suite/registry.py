@@ -74,7 +74,8 @@ class KernelCase:
     entry: Callable[[Params], str]
     launch: Callable[[Params], Launch]
     accesses: Callable[[Params], list[Access]]
-    flops: Callable[[Params], float] = lambda p: 0.0  # what the FP32 pipe executes (padding included)
+    flops: Callable[[Params], float] = lambda p: 0.0  # what the FP pipe executes (padding included)
+    precision: str = "fp32"  # the pipe its FLOPs run on: fp32 | fp64
     setup: Callable[[Params, np.random.Generator], Setup] | None = None
     dynamic_smem: Callable[[Params], int] = lambda p: 0
     static_smem: Callable[[Params], int] = lambda p: 0  # the source's __shared__ arrays (where no compile is recorded)

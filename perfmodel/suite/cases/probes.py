@@ -140,6 +140,23 @@ register(KernelCase(
     setup=_fma_setup, model="fp32", description="8 independent FMA chains per thread"))
 
 
+def _dfma_setup(p, rng) -> Setup:
+    a, b, n = 0.999, 0.001, p["iters"]
+    x0 = np.arange(BLOCK)[:, None] + np.arange(8)[None, :]
+    xn = a**n * x0 + b * (1 - a**n) / (1 - a)
+    expected = np.tile(xn.sum(axis=1), SMS * GRID_PER_SM)
+    return Setup({}, {"out": expected}, ["out", np.int32(n), np.float64(a), np.float64(b)], rtol=1e-9)
+
+
+register(KernelCase(
+    name="probe.dfma", study="ceilings", source="probes.cu", defaults={"iters": 1 << 14},
+    entry=lambda p: "dfma_peak",
+    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(SMS * GRID_PER_SM, 1, 1), params=dict(p)),
+    accesses=lambda p: [Access("out store", "global", "bx*bdx + tx", store=True, elem_bytes=8, array="out")],
+    flops=lambda p: 2.0 * 8 * p["iters"] * SMS * GRID_PER_SM * BLOCK, precision="fp64",
+    setup=_dfma_setup, model="fp64", description="8 independent FP64 FMA chains per thread"))
+
+
 def _scatter_setup(p, rng) -> Setup:
     i = np.arange(p["n"])
     j = (i // BLOCK) * BLOCK + (i % 32) * 8 + (i % BLOCK) // 32
