@@ -146,6 +146,8 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
                         kind = "counter-writeback" if big else "counter-noise"
                     elif row == "l2_read_sectors":
                         kind = "counter-merged"  # the L2 slices merge SMs' simultaneous requests for a sector
+                    if row in ("l2_write_sectors", "l2_write_requests") and f"{row}_combined" in pred.extra:
+                        kind = "counter-merged"  # L1 may combine a warp's consecutive stores into one line
                     if row == "dram_read_bytes" and c.case_id in defines_reads:
                         kind = "counter-ceiling"
                     add(row, unit, kind, p, m[metric])

@@ -23,7 +23,7 @@ from ..sass import functions
 from .base import Prediction, Term
 from .issue import warp_instructions
 from .time import IN_SM, OUTSIDE_SM, barrier_rounds_term, latency_term, phase_term, pipe_terms, streams_past_barriers
-from .traffic import below_l1, dirty_at_end, l1_traffic
+from .traffic import below_l1, dirty_at_end, l1_traffic, store_merge_shares
 
 __all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
 
@@ -116,7 +116,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     dram, req = below.dram, below.requests
 
     flops = case.flops(p)
-    terms = pipe_terms(dev, ceil, l1, below.l2_read_bytes + below.l2_write_bytes, dram, req, flops, launch.blocks,
+    terms = pipe_terms(dev, ceil, l1, below.l2_read_bytes, below.l2_write_bytes, dram, req, flops, launch.blocks,
                        issued, case.precision)
     warp_loads = max(dram.read_bytes - below.rmw_read_bytes, 0)  # DRAM bytes the warps wait for
     if case.sync_after_loads:
@@ -143,12 +143,12 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                          slowest.name in IN_SM, below.written.per_line)
     if dirty:
         notes.append(f"{dirty / 2**20:.1f} MiB of the writes still dirty in L2 at the end (not in ncu's count)")
-    if slowest.name in IN_SM and waves > 1:
-        time_s *= math.ceil(waves) / waves  # the last, partial wave leaves SMs idle
-    elif slowest.name in IN_SM and launch.blocks < dev.sm_count:
-        # fewer blocks than SMs: the work runs on that many SMs only (held out: COARSE 8 with 96 blocks,
-        # -34 % -> -10 %)
-        time_s *= dev.sm_count / launch.blocks
+    if slowest.name in IN_SM:
+        # the busiest SM runs ceil(blocks / SMs) blocks, the pipe shared by those resident at once: a
+        # partial last wave costs its blocks, not a whole wave (h200_stage: COARSE 4 at 1.09 waves
+        # +38 % -> +7 %; fewer blocks than SMs: held out COARSE 8 with 96 blocks -34 % -> -10 %)
+        per_sm = launch.blocks / dev.sm_count
+        time_s *= math.ceil(per_sm) / per_sm
     elif (slowest.name in (*OUTSIDE_SM, "barrier") and dram.read_bytes + dram.write_bytes
           and (ceil.stream_startup_s or ceil.latency_dram_s)):
         # ramp-up (the first loads' round trip, blocks reaching every SM) and drain, once: measured as
@@ -164,6 +164,14 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         if added:
             terms.append(added)
             time_s += added.time_s
+    bounds = {}
+    if not req.merged:
+        lines, sectors = store_merge_shares(accesses, launch)
+        if lines < 1.0:
+            bounds = {"l2_write_requests_combined": req.writes * lines,
+                      "l2_write_sectors_combined": below.l2_write_bytes / 32 * sectors}
+            notes.append(f"a warp's consecutive stores share lines: where L1 combines them, L2 sees down to "
+                         f"{100 * lines:.0f} % of the write requests and {100 * sectors:.0f} % of the sectors")
     if ceil.launch_s is not None:
         terms.append(Term("launch", ceil.launch_s.value, 1, 1 / ceil.launch_s.value, ceil.launch_s.source))
         time_s += ceil.launch_s.value  # events around one launch include its start-up
@@ -181,4 +189,4 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         global_load_tag_wavefronts=l1.load_tag_wavefronts, global_store_tag_wavefronts=l1.store_tag_wavefronts,
         l2_read_requests=req.read,
         l2_write_requests=req.writes, dram_write_bytes_in_kernel=int(dram.write_bytes - dirty), breakdown=tuple(terms),
-        notes=tuple(notes))
+        notes=tuple(notes), extra=bounds)

@@ -33,13 +33,11 @@ REASONS: list[tuple[str, str, str]] = [
                                    "and dispatch stalls (plans h200_pipes, h200_stalls) - contention, not modelled"),
     ("time_s", "probe.store_lines", "issue-bound integer code, as probe.load_lines"),
     ("time_s", "probe.copy", "copies of a few MiB end with up to ~20 MB of their writes still in L2"),
-    ("time_s", "matmul.naive", "at 1000 L1 misses add data-stage wavefronts (ncu: 10 % more than the addresses "
-                               "need) and tag passes (5 %) the model does not count"),
-    ("time_s", "matmul.", "wave quantisation (corner turning at 1000-1024: 5.0-5.2 waves; held-out COARSE 4 at "
-                          "2.1 waves +28 %): the last, partial wave is charged a full wave, but its blocks, alone on "
-                          "their SMs, run faster. Charging the busiest SM's blocks instead (block quantisation) "
-                          "puts these within 2-8 % but the naive matmul's tail blocks do not run faster (-3 -> "
-                          "-21 %, held out): not changed"),
+    ("time_s", "matmul.naive", "A's row pitch 2-5 words past a multiple of 8 (k = 1026-1029): the data stage "
+                               "(0.85 of a wavefront per cycle) and the tag stage (0.90) are both near their limit "
+                               "and slow each other (h200_stage); the model takes the slower one alone"),
+    ("time_s", "matmul.", "partial last waves: the model charges the busiest SM's blocks; blocks alone on an SM "
+                          "at the end run at their own latency, neither a full wave nor a share of one"),
     ("time_s", "stencil.temporal", "issue-bound at 3.1 of 4 warp instructions per cycle (ncu, plan "
                                    "h200_stalls_misses): the integer-pipe contention of the L1-resident probes"),
 ]

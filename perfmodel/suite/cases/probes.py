@@ -136,7 +136,7 @@ register(KernelCase(
     entry=lambda p: "fma_peak",
     launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(SMS * GRID_PER_SM, 1, 1), params=dict(p)),
     accesses=lambda p: [Access("out store", "global", "bx*bdx + tx", store=True, array="out")],
-    flops=lambda p: 2.0 * 8 * p["iters"] * SMS * GRID_PER_SM * BLOCK,
+    flops=lambda p: (2.0 * 8 * p["iters"] + 8) * SMS * GRID_PER_SM * BLOCK,  # the chains, then their sum
     setup=_fma_setup, model="fp32", description="8 independent FMA chains per thread"))
 
 
@@ -153,7 +153,7 @@ register(KernelCase(
     entry=lambda p: "dfma_peak",
     launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(SMS * GRID_PER_SM, 1, 1), params=dict(p)),
     accesses=lambda p: [Access("out store", "global", "bx*bdx + tx", store=True, elem_bytes=8, array="out")],
-    flops=lambda p: 2.0 * 8 * p["iters"] * SMS * GRID_PER_SM * BLOCK, precision="fp64",
+    flops=lambda p: (2.0 * 8 * p["iters"] + 8) * SMS * GRID_PER_SM * BLOCK, precision="fp64",  # chains, sum
     setup=_dfma_setup, model="fp64", description="8 independent FP64 FMA chains per thread"))
 
 
