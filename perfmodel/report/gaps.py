@@ -16,6 +16,10 @@ REASONS: list[tuple[str, str, str]] = [
     ("l2_requested_read_sectors", "matmul.", "TILE 16 on grids wider than the SMs: blocks of one grid row meet on an "
                                              "SM and share A's lines in L1, as the naive matmul's (found out of "
                                              "sample: the reuse sweep, the held-out draws) - not predicted"),
+    ("warp_instructions", "probe.", "the SASS-region fit counts loops by their memory instructions: the FMA/DFMA "
+                                    "probes' compute loops hold none and go uncounted (their time is the FP pipe's)"),
+    ("l2_write_", "matmul.coarsened", "a warp's consecutive C stores share lines: L1 combines some, at times - "
+                                      "L2 counts between the prediction and the all-combined bound (tested)"),
     ("l2_read_sectors", "", "the L2 slices merge requests for one sector that arrive together: the prediction "
                             "(what the L1s request) is an upper bound"),
     ("l2_write_sectors", "mem.global_store", "L1 sometimes merges neighbouring warps' partial sectors "
