@@ -121,34 +121,31 @@ extern "C" __global__ void smem_bw(float* __restrict__ out, int iters, int zero)
     out[blockIdx.x * blockDim.x + threadIdx.x] = sum_of(acc);
 }
 
-// FP32 FMA peak: 8 independent chains per thread, 2 FLOPs per FMA.
-extern "C" __global__ void fma_peak(float* __restrict__ out, int iters, float a, float b) {
-    float x[8];
+// FMA peak: 8 independent chains per thread, 2 FLOPs per FMA, then their sum (FP32 and FP64).
+__device__ __forceinline__ float fused(float x, float a, float b) { return fmaf(x, a, b); }
+__device__ __forceinline__ double fused(double x, double a, double b) { return fma(x, a, b); }
+
+template <typename T>
+__device__ void fma_chains(T* __restrict__ out, int iters, T a, T b) {
+    T x[8];
 #pragma unroll
     for (int c = 0; c < 8; ++c) x[c] = threadIdx.x + c;
     for (int it = 0; it < iters; ++it) {
 #pragma unroll
-        for (int c = 0; c < 8; ++c) x[c] = fmaf(x[c], a, b);
+        for (int c = 0; c < 8; ++c) x[c] = fused(x[c], a, b);
     }
-    float s = 0.f;
+    T s = 0;
 #pragma unroll
     for (int c = 0; c < 8; ++c) s += x[c];
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
 
-// FP64 FMA peak: the same 8 independent chains per thread in double precision, 2 FLOPs per DFMA.
+extern "C" __global__ void fma_peak(float* __restrict__ out, int iters, float a, float b) {
+    fma_chains(out, iters, a, b);
+}
+
 extern "C" __global__ void dfma_peak(double* __restrict__ out, int iters, double a, double b) {
-    double x[8];
-#pragma unroll
-    for (int c = 0; c < 8; ++c) x[c] = threadIdx.x + c;
-    for (int it = 0; it < iters; ++it) {
-#pragma unroll
-        for (int c = 0; c < 8; ++c) x[c] = fma(x[c], a, b);
-    }
-    double s = 0.0;
-#pragma unroll
-    for (int c = 0; c < 8; ++c) s += x[c];
-    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+    fma_chains(out, iters, a, b);
 }
 
 extern "C" __global__ void vadd(const float* __restrict__ a, const float* __restrict__ b,
