@@ -123,38 +123,29 @@ register(KernelCase(
     setup=_smem_setup, model="smem", description="conflict-free 16-byte shared-memory reads"))
 
 
-def _fma_setup(p, rng) -> Setup:
-    a, b, n = np.float64(0.999), np.float64(0.001), p["iters"]
-    x0 = np.arange(BLOCK)[:, None] + np.arange(8)[None, :]
-    xn = a**n * x0 + b * (1 - a**n) / (1 - a)
-    expected = np.tile(xn.sum(axis=1), SMS * GRID_PER_SM).astype(np.float32)
-    return Setup({}, {"out": expected}, ["out", np.int32(n), np.float32(a), np.float32(b)], rtol=2e-3)
+def _chains_setup(dtype: type, rtol: float):
+    """x <- a x + b, `iters` times, on 8 chains per thread started at tid + c; the output is their sum."""
+    def setup(p, rng) -> Setup:
+        a, b, n = np.float64(0.999), np.float64(0.001), p["iters"]
+        x0 = np.arange(BLOCK)[:, None] + np.arange(8)[None, :]
+        xn = a**n * x0 + b * (1 - a**n) / (1 - a)
+        expected = np.tile(xn.sum(axis=1), SMS * GRID_PER_SM).astype(dtype)
+        return Setup({}, {"out": expected}, ["out", np.int32(n), dtype(a), dtype(b)], rtol=rtol)
+    return setup
 
 
-register(KernelCase(
-    name="probe.fma", study="ceilings", source="probes.cu", defaults={"iters": 1 << 16},
-    entry=lambda p: "fma_peak",
-    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(SMS * GRID_PER_SM, 1, 1), params=dict(p)),
-    accesses=lambda p: [Access("out store", "global", "bx*bdx + tx", store=True, array="out")],
-    flops=lambda p: (2.0 * 8 * p["iters"] + 8) * SMS * GRID_PER_SM * BLOCK,  # the chains, then their sum
-    setup=_fma_setup, model="fp32", description="8 independent FMA chains per thread"))
-
-
-def _dfma_setup(p, rng) -> Setup:
-    a, b, n = 0.999, 0.001, p["iters"]
-    x0 = np.arange(BLOCK)[:, None] + np.arange(8)[None, :]
-    xn = a**n * x0 + b * (1 - a**n) / (1 - a)
-    expected = np.tile(xn.sum(axis=1), SMS * GRID_PER_SM)
-    return Setup({}, {"out": expected}, ["out", np.int32(n), np.float64(a), np.float64(b)], rtol=1e-9)
-
-
-register(KernelCase(
-    name="probe.dfma", study="ceilings", source="probes.cu", defaults={"iters": 1 << 14},
-    entry=lambda p: "dfma_peak",
-    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(SMS * GRID_PER_SM, 1, 1), params=dict(p)),
-    accesses=lambda p: [Access("out store", "global", "bx*bdx + tx", store=True, elem_bytes=8, array="out")],
-    flops=lambda p: (2.0 * 8 * p["iters"] + 8) * SMS * GRID_PER_SM * BLOCK, precision="fp64",  # chains, sum
-    setup=_dfma_setup, model="fp64", description="8 independent FP64 FMA chains per thread"))
+for _name, _entry, _dtype, _width, _precision, _iters, _rtol in (
+        ("probe.fma", "fma_peak", np.float32, 4, "fp32", 1 << 16, 2e-3),
+        ("probe.dfma", "dfma_peak", np.float64, 8, "fp64", 1 << 14, 1e-9)):
+    register(KernelCase(
+        name=_name, study="ceilings", source="probes.cu", defaults={"iters": _iters},
+        entry=lambda p, _e=_entry: _e,
+        launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(SMS * GRID_PER_SM, 1, 1), params=dict(p)),
+        accesses=lambda p, _w=_width: [
+            Access("out store", "global", "bx*bdx + tx", store=True, elem_bytes=_w, array="out")],
+        flops=lambda p: (2.0 * 8 * p["iters"] + 8) * SMS * GRID_PER_SM * BLOCK,  # the chains, then their sum
+        precision=_precision, setup=_chains_setup(_dtype, _rtol), model=_precision,
+        description=f"8 independent {_precision.upper()} FMA chains per thread"))
 
 
 def _scatter_setup(p, rng) -> Setup:
