@@ -8,6 +8,7 @@ distinguishable rows uniformly and scales, and says so.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -190,6 +191,56 @@ def _period(bound: _Bound, name: str, n: int, used: list[tuple[str, int]]) -> in
     return min(n, 128 // math.gcd(128, abs(coeff))) if coeff else 1
 
 
+def _strata(bound: _Bound, name: str, n: int, used: list[tuple[str, int]]) -> tuple[np.ndarray, np.ndarray] | None:
+    """Values of a predicate variable to enumerate and the weight of each: every value at which the
+    lanes' mask differs from the middle value's (the grid's ragged edges), and of the contiguous
+    interior, where it does not at the other variables' extremes and middles, one period of the
+    index alone (one value where the index does not read it). None where there is no such interior."""
+    others = [(v, c) for v, c in used if v != name]
+    settings = [dict(zip([v for v, _ in others], combo, strict=True))
+                for combo in itertools.product(*[sorted({0, c // 2, c - 1}) for _, c in others])]
+    if n < 8 or len(settings) > 81 or n * len(settings) * bound.launch.warps_per_block > 4_000_000:
+        return None
+    interior = np.ones(n, dtype=bool)
+    for s in settings:
+        values = {**{v: np.full(n, x) for v, x in s.items()}, name: np.arange(n)}
+        active = bound.addresses(values).reshape(n, -1) >= 0
+        interior &= (active == active[n // 2]).all(axis=1)
+    inside = np.flatnonzero(interior)
+    if len(inside) < 4 or inside[-1] - inside[0] + 1 != len(inside):
+        return None
+    lo, hi = int(inside[0]), int(inside[-1]) + 1
+    p = _interior_period(bound, name, lo, hi, settings)
+    if p is None:
+        return None
+    reps = lo + np.arange(p)
+    weights = np.array([len(range(r, hi, p)) for r in reps], dtype=np.float64)
+    edges = np.concatenate([np.arange(lo), np.arange(hi, n)])
+    return np.concatenate([edges, reps]), np.concatenate([np.ones(len(edges)), weights])
+
+
+def _interior_period(bound: _Bound, name: str, lo: int, hi: int, settings: list[dict[str, int]]) -> int | None:
+    """Smallest power of two p (<= 128) such that, inside [lo, hi), shifting `name` by p keeps every
+    lane's mask and moves every address by one multiple of 128 bytes, at each setting of the others."""
+    for p in (1, 2, 4, 8, 16, 32, 64, 128):
+        if hi - lo <= p:
+            return None
+        vs = lo + np.arange(min(hi - lo - p, 64))
+        ok = True
+        for s in settings:
+            at = {v: np.full(len(vs), x) for v, x in s.items()}
+            a = bound.addresses({**at, name: vs}).reshape(len(vs), -1)
+            b = bound.addresses({**at, name: vs + p}).reshape(len(vs), -1)
+            live = a >= 0
+            shift = (b - a)[live]
+            if not np.array_equal(live, b >= 0) or (len(shift) and (np.any(shift != shift[0]) or shift[0] % 128)):
+                ok = False
+                break
+        if ok:
+            return p
+    return None
+
+
 def analyse(access: Access, launch: Launch, row_budget: int = 20_000,
             seed: int = 0) -> AccessCount:
     """Count requests/sectors (global) or wavefronts (shared) of `access` over the launch.
@@ -204,6 +255,10 @@ def analyse(access: Access, launch: Launch, row_budget: int = 20_000,
     warps = launch.warps_per_block
     axes = []  # (name, values enumerated, weight of each value)
     for name, n in used:
+        strata = _strata(bound, name, n, used) if bound.cond is not None and name in bound.cond.names else None
+        if strata is not None:
+            axes.append((name, *strata))
+            continue
         p = _period(bound, name, n, used) if n > 1 else n
         vals = np.arange(p)
         weights = np.full(p, n // p, dtype=np.float64) + (vals < n % p)
