@@ -194,12 +194,16 @@ def _period(bound: _Bound, name: str, n: int, used: list[tuple[str, int]]) -> in
 def _strata(bound: _Bound, name: str, n: int, used: list[tuple[str, int]]) -> tuple[np.ndarray, np.ndarray] | None:
     """Values of a predicate variable to enumerate and the weight of each: every value at which the
     lanes' mask differs from the middle value's (the grid's ragged edges), and of the contiguous
-    interior, where it does not at the other variables' extremes and middles, one period of the
-    index alone (one value where the index does not read it). None where there is no such interior."""
+    interior, where it does not at the other variables' two end values each side and middle, one period of the
+    index alone (one value where the index does not read it). None where there is no such interior,
+    or where the predicate tests equality (a point, as a source term's block, that probes would miss)."""
+    text = substitute(bound.access.cond, bound.launch.defs)
+    if "==" in text or "!=" in text:
+        return None
     others = [(v, c) for v, c in used if v != name]
-    settings = [dict(zip([v for v, _ in others], combo, strict=True))
-                for combo in itertools.product(*[sorted({0, c // 2, c - 1}) for _, c in others])]
-    if n < 8 or len(settings) > 81 or n * len(settings) * bound.launch.warps_per_block > 4_000_000:
+    probes = [sorted({0, 1, c // 2, c - 2, c - 1} & set(range(c))) for _, c in others]
+    settings = [dict(zip([v for v, _ in others], combo, strict=True)) for combo in itertools.product(*probes)]
+    if n < 8 or len(settings) > 125 or n * len(settings) * bound.launch.warps_per_block > 4_000_000:
         return None
     interior = np.ones(n, dtype=bool)
     for s in settings:
