@@ -86,7 +86,10 @@ STALLS = ["barrier", "branch_resolving", "dispatch_stall", "drain", "imc_miss", 
           "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
           "short_scoreboard", "sleeping", "tex_throttle", "wait"]
 STALL_METRICS = [f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio" for s in STALLS]
-KEPT = frozenset(METRICS + DETAIL_METRICS + PIPE_METRICS + STALL_METRICS)  # the columns parse() records
+# reads crossing between the two L2 partitions, and the L2's own lookups of them (plan h200_b_band)
+PARTITION_METRICS = [f"lts__t_sectors_srcunit_ltcfabric_op_read{s}.sum" for s in ("", "_lookup_hit", "_lookup_miss")]
+PARTITION_METRICS += ["lts__t_sectors_srcunit_ltcfabric.sum", "lts__t_sectors_srcnode_gpc_op_read.sum"]
+KEPT = frozenset(METRICS + DETAIL_METRICS + PIPE_METRICS + STALL_METRICS + PARTITION_METRICS)  # what parse() records
 
 # DRAM writes a kernel causes, dirty lines left in L2 included: profiled without ncu's cache control,
 # the kernel between two reading L2 flushes; the second flush's write-backs are the kernel's residue
