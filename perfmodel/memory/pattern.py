@@ -2,7 +2,8 @@
 
 A kernel describes each memory instruction once (`Access`); `analyse` enumerates every warp of
 every block and loop iteration that the expression can tell apart, and multiplies by the
-iterations it cannot (names the expression does not read). Past a row budget it samples the
+iterations it cannot (names the expression does not read); periodic variables and the interior
+of a ragged grid count once per period. Past a row budget it samples the
 distinguishable rows uniformly and scales, and says so.
 """
 
@@ -194,8 +195,8 @@ def _period(bound: _Bound, name: str, n: int, used: list[tuple[str, int]]) -> in
 def _strata(bound: _Bound, name: str, n: int, used: list[tuple[str, int]]) -> tuple[np.ndarray, np.ndarray] | None:
     """Values of a predicate variable to enumerate and the weight of each: every value at which the
     lanes' mask differs from the middle value's (the grid's ragged edges), and of the contiguous
-    interior, where it does not at the other variables' two end values each side and middle, one period of the
-    index alone (one value where the index does not read it). None where there is no such interior,
+    interior, where it does not at the other variables' two end values each side and middle, one
+    period of the index (one value where the index does not read it). None where there is no such interior,
     or where the predicate tests equality (a point, as a source term's block, that probes would miss)."""
     text = substitute(bound.access.cond, bound.launch.defs)
     if "==" in text or "!=" in text:
@@ -251,8 +252,9 @@ def analyse(access: Access, launch: Launch, row_budget: int = 20_000,
 
     Exact where the enumeration fits the row budget: variables the expression does not read
     only multiply, and a variable that shifts every address by a multiple of 128 bytes every p
-    steps (an affine index outside the predicate) is enumerated over one period and weighted.
-    Past the budget, a uniform sample of the remaining rows is scaled (sampled_fraction < 1).
+    steps (an affine index outside the predicate) is enumerated over one period and weighted; a
+    variable the predicate reads (a ragged grid edge), at its edge values and over one period of
+    its interior (`_strata`). Past the budget, a uniform sample of the remaining rows is scaled (sampled_fraction < 1).
     """
     bound = _Bound(access, launch)
     used, rest = bound.variables()
