@@ -93,6 +93,7 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
     import pandas as pd
 
     from .models import naive_roofline_time, predict
+    from .suite.profile import flop_metrics
     from .suite.registry import REGISTRY, _load
 
     _load()
@@ -161,12 +162,10 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
             for name, metric in LIMITS.items():
                 if metric in m and limits[name] is not None:
                     add(f"block_limit_{name}", "block", "occupancy", limits[name], m[metric])
-            op = "d" if pred.precision == "fp64" else "f"
-            flop_metrics = [f"smsp__sass_thread_inst_executed_op_{op}{i}_pred_on.sum" for i in ("fma", "add", "mul")]
-            if pred.flops and all(f in m and not np.isnan(m[f]) for f in flop_metrics) \
+            flops = flop_metrics(pred.precision)
+            if pred.flops and all(f in m and not np.isnan(m[f]) for f in flops) \
                     and c.case.startswith(("matmul", "probe.fma", "probe.dfma")):
-                add("flops", "FLOP", "counter", pred.flops, 2 * m[flop_metrics[0]] + m[flop_metrics[1]]
-                    + m[flop_metrics[2]])
+                add("flops", "FLOP", "counter", pred.flops, 2 * m[flops[0]] + m[flops[1]] + m[flops[2]])
         if c.case_id in wb.index:
             # everything the kernel writes reaches DRAM: in the kernel, or when the next flush evicts it
             m_all = wb[c.case_id]

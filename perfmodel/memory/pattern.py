@@ -198,8 +198,7 @@ def _strata(bound: _Bound, name: str, n: int, used: list[tuple[str, int]]) -> tu
     interior, where it does not at the other variables' two end values each side and middle, one
     period of the index (one value where the index does not read it). None where there is no such interior,
     or where the predicate tests equality (a point, as a source term's block, that probes would miss)."""
-    text = substitute(bound.access.cond, bound.launch.defs)
-    if "==" in text or "!=" in text:
+    if "==" in bound.cond.text or "!=" in bound.cond.text:
         return None
     others = [(v, c) for v, c in used if v != name]
     probes = [sorted({0, 1, c // 2, c - 2, c - 1} & set(range(c))) for _, c in others]

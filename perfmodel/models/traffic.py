@@ -20,6 +20,7 @@ import numpy as np
 
 from ..devices import DeviceSpec
 from ..memory import Access, Launch
+from ..memory.lanes import WARP, distinct_sorted, sorted_keys
 from ..memory.pattern import BLOCK_VARS, AccessCount, _Bound
 
 SECTOR = 32
@@ -88,21 +89,26 @@ def _global(accesses: list[Access], launch: Launch, store: bool, invariant: bool
             and (invariant is None or block_invariant(a, launch) == invariant)]
 
 
+def _loop_values(a: Access, launch: Launch) -> tuple[dict[str, np.ndarray], int]:
+    """Every combination of the access's loop indices (the first loop outermost) and how many."""
+    loops = [(lp, launch.loops[lp]) for lp in a.loops]
+    n = math.prod(c for _, c in loops)
+    flat, values = np.arange(n), {}
+    for name, count in reversed(loops):
+        values[name] = flat % count
+        flat = flat // count
+    return values, n
+
+
 def _block_addresser(glob: list[Access], launch: Launch, row_budget: int):
     """A function of one block giving (array id, byte addresses, element width) of each access in it;
     None where an access has more rows than the budget. The expressions are bound once."""
     array_id = {name: i for i, name in enumerate(dict.fromkeys(a.array or a.name for a in glob))}
     prepared = []
     for a in glob:
-        loops = [(lp, launch.loops[lp]) for lp in a.loops]
-        n = math.prod(c for _, c in loops)
+        values, n = _loop_values(a, launch)
         if n * launch.warps_per_block > row_budget:
             return None
-        flat = np.arange(n)
-        values = {}
-        for name, count in reversed(loops):
-            values[name] = flat % count
-            flat = flat // count
         prepared.append((array_id[a.array or a.name], _Bound(a, launch), values, n, a.width))
 
     def addresses(block: tuple[int, int, int]) -> list[tuple[int, np.ndarray, int]]:
@@ -153,24 +159,17 @@ def store_merge_shares(accesses: list[Access], launch: Launch, row_budget: int =
     sectors and 9-22 % fewer requests than L1 sends, between the two bounds - timing decides)."""
     sent, combined = np.zeros(2), np.zeros(2)
     for a in _global(accesses, launch, store=True):
-        bound = _Bound(a, launch)
-        loops = [(lp, launch.loops[lp]) for lp in a.loops]
-        n = math.prod(c for _, c in loops)
+        values, n = _loop_values(a, launch)
         if n < 2 or n * launch.warps_per_block > row_budget:
             continue
-        flat, values = np.arange(n), {}
-        for name, count in reversed(loops):
-            values[name] = flat % count
-            flat = flat // count
+        bound = _Bound(a, launch)
         for block, weight in edge_classes(launch.grid):
             at = dict(values, **{v: np.full(n, b) for v, b in zip(BLOCK_VARS, block, strict=True)})
             addr = bound.addresses(at)  # (instructions, warps, 32)
+            per_warp = addr.transpose(1, 0, 2).reshape(launch.warps_per_block, -1)  # all its instructions
             for i, shift in enumerate((7, 5)):  # lines, sectors
-                keys = np.where(addr >= 0, addr >> shift, -1)
-                per = [len(np.unique(k[k >= 0])) for k in keys.reshape(-1, 32)]
-                union = [len(np.unique(k[k >= 0])) for k in keys.transpose(1, 0, 2).reshape(launch.warps_per_block, -1)]
-                sent[i] += weight * sum(per)
-                combined[i] += weight * sum(union)
+                for rows, total in ((addr.reshape(-1, WARP), sent), (per_warp, combined)):
+                    total[i] += weight * distinct_sorted(sorted_keys(rows >> shift, rows >= 0)).sum()
     return tuple(float(c / s) if s else 1.0 for c, s in zip(combined, sent, strict=True))
 
 

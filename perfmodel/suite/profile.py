@@ -17,6 +17,13 @@ from ..measurements import WRITEBACK_SOURCE, Measurement
 from .gpu import FLUSH_KERNEL
 from .plan import load_plan, params_json
 
+
+def flop_metrics(precision: str) -> list[str]:
+    """ncu's thread-level FMA, add and multiply counts on the FP32 or FP64 pipe (FLOPs: 2 fma + add + mul)."""
+    op = "d" if precision == "fp64" else "f"
+    return [f"smsp__sass_thread_inst_executed_op_{op}{i}_pred_on.sum" for i in ("fma", "add", "mul")]
+
+
 METRICS = [
     "gpu__time_duration.sum", "sm__cycles_elapsed.avg.per_second",
     "dram__bytes_read.sum", "dram__bytes_write.sum",
@@ -35,12 +42,7 @@ METRICS = [
     "launch__shared_mem_per_block_dynamic", "launch__block_size", "launch__grid_size",
     "launch__waves_per_multiprocessor", "sm__maximum_warps_per_active_cycle_pct",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
-    "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dfma_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum",
-    "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum",
+    *flop_metrics("fp32"), *flop_metrics("fp64"),
     "smsp__inst_executed.sum", "sm__cycles_active.avg",
     "lts__t_requests_srcunit_tex_op_read.sum", "lts__t_requests_srcunit_tex_op_write.sum",
     "l1tex__t_output_wavefronts_pipe_lsu_mem_global_op_ld.sum",
