@@ -267,3 +267,34 @@ extern "C" __global__ void pair_lines(const float* __restrict__ in, float* __res
     for (int it = 0; it < iters; ++it) s += in[off + 32 * (it & 7) + (it >> 3) * zero];
     out[blockIdx.x * blockDim.x + threadIdx.x] = s;
 }
+
+// Barrier rounds as tiled matmul runs them, one 32 x 32 block: each round every warp loads one
+// 128-byte row of a 32 x 32 tile (tile (blockIdx.x + r) mod `tiles` of an L2-sized pool), stores
+// it to shared memory, waits at a barrier, computes, and waits again. WORK 32 is matmul's inner
+// loop (s += As[ty][kk] * Bs[kk][tx]); WORK 0 reads one neighbour's word. The dynamic shared
+// memory the launch asks for sets how many blocks share an SM.
+template <int WORK>
+__device__ void barrier_rounds(const float* __restrict__ in, float* __restrict__ out, int rounds, int tiles) {
+    __shared__ float As[32][32];
+    __shared__ float Bs[32][32];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    As[ty][tx] = in[(size_t)(blockIdx.x % tiles) * 1024 + ty * 32 + tx];
+    float s = 0.f;
+    for (int r = 0; r < rounds; ++r) {
+        Bs[ty][tx] = in[(size_t)((blockIdx.x + r) % tiles) * 1024 + ty * 32 + tx];
+        __syncthreads();
+        if (WORK == 0) {
+            s += Bs[ty][(tx + 1) & 31];
+        } else {
+#pragma unroll
+            for (int kk = 0; kk < WORK; ++kk) s += As[ty][kk] * Bs[kk][tx];
+        }
+        __syncthreads();
+    }
+    out[(size_t)blockIdx.x * 1024 + ty * 32 + tx] = s;
+}
+
+extern "C" __global__ void barrier_rounds_0(const float* __restrict__ in, float* __restrict__ out, int rounds,
+                                            int tiles) { barrier_rounds<0>(in, out, rounds, tiles); }
+extern "C" __global__ void barrier_rounds_32(const float* __restrict__ in, float* __restrict__ out, int rounds,
+                                             int tiles) { barrier_rounds<32>(in, out, rounds, tiles); }

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...memory import Access, Launch
+from ...errors import PerfModelError
 from ..registry import KernelCase, Setup, cdiv, f32, register
 
 BLOCK = 256
@@ -268,3 +269,63 @@ register(KernelCase(
     accesses=lambda p: [],
     setup=lambda p, rng: Setup({}, {"out": np.full(1, np.nan, dtype=np.float32)}, ["out"], rtol=0, dense=False),
     model="launch", description="an empty kernel: the cost of one launch as CUDA events see it"))
+
+
+POOL_TILES = 512  # 2 MiB of 32 x 32 tiles: L2-resident, read round-robin (no L1 reuse across rounds)
+ONE_BLOCK_SMEM = 116 << 10  # dynamic shared memory that leaves room for one 32 x 32 block per SM
+
+
+def _rounds_setup(p, rng) -> Setup:
+    blocks = SMS * p["blocks_per_sm"]
+    pool = f32(rng, POOL_TILES, 32, 32)
+
+    def expected() -> dict[str, np.ndarray]:
+        b = np.arange(blocks)
+        counts = np.stack([np.bincount((i + np.arange(p["rounds"])) % POOL_TILES, minlength=POOL_TILES) for i in b])
+        summed = np.einsum("bt,tij->bij", counts.astype(np.float64), pool.astype(np.float64))
+        if p["work"] == 0:
+            return {"out": np.roll(summed, -1, axis=2).astype(np.float32).ravel()}
+        a = pool[b % POOL_TILES].astype(np.float64)
+        return {"out": np.einsum("bik,bkj->bij", a, summed).astype(np.float32).ravel()}
+
+    return Setup({"in": pool.ravel()}, expected, ["in", "out", np.int32(p["rounds"]), np.int32(POOL_TILES)],
+                 rtol=1e-4, outputs={"out": ((blocks * 1024,), np.float32)})
+
+
+def _rounds_accesses(p) -> list[Access]:
+    acc = [Access("A tile load", "global", f"(bx % {POOL_TILES})*1024 + ty*32 + tx", array="in"),
+           Access("B tile load", "global", f"((bx + r) % {POOL_TILES})*1024 + ty*32 + tx", loops=("r",),
+                  array="in"),
+           Access("As store", "shared", "ty*32 + tx", store=True, array="As"),
+           Access("Bs store", "shared", "ty*32 + tx", store=True, loops=("r",), base_bytes=4096, array="Bs")]
+    if p["work"] == 0:
+        acc.append(Access("Bs[ty][tx+1] read", "shared", "ty*32 + (tx + 1) % 32", loops=("r",), base_bytes=4096,
+                          array="Bs"))
+    else:  # as matmul_tiled_32: As rows as LDS.128, Bs[kk][tx]
+        acc += [Access("As[ty][kk..kk+3] read (LDS.128)", "shared", "ty*32 + 4*kq", width_bytes=16,
+                       loops=("r", "kq"), array="As"),
+                Access("Bs[kk][tx] read", "shared", "kk*32 + tx", loops=("r", "kk"), base_bytes=4096, array="Bs")]
+    return acc + [Access("out store", "global", "bx*1024 + ty*32 + tx", store=True, array="out")]
+
+
+def _check_rounds(p) -> str:
+    if p["work"] not in (0, 32) or p["blocks_per_sm"] not in (1, 2):
+        raise PerfModelError(f"probe.barrier_rounds: work is 0 or 32 (got {p['work']}) and blocks_per_sm "
+                             f"1 or 2 (got {p['blocks_per_sm']}): kernels/probes.cu compiles those")
+    return f"barrier_rounds_{p['work']}"
+
+
+register(KernelCase(
+    name="probe.barrier_rounds", study="ceilings", source="probes.cu",
+    defaults={"rounds": 4096, "work": 32, "blocks_per_sm": 1},
+    entry=_check_rounds,
+    launch=lambda p: Launch(block=(32, 32, 1), grid=(SMS * p["blocks_per_sm"], 1, 1),
+                            loops={"r": p["rounds"], "kk": 32, "kq": 8}, params=dict(p)),
+    accesses=_rounds_accesses, setup=_rounds_setup,
+    flops=lambda p: SMS * p["blocks_per_sm"] * 1024 * p["rounds"] * (2 * p["work"] or 1),
+    static_smem=lambda p: 2 * 4096,
+    dynamic_smem=lambda p: ONE_BLOCK_SMEM if p["blocks_per_sm"] == 1 else 0,
+    compulsory_bytes=lambda p: (POOL_TILES * 4096, SMS * p["blocks_per_sm"] * 4096), model="stream",
+    barrier_phases=lambda p: p["rounds"],
+    description="tiled matmul's load -> barrier -> compute -> barrier rounds, one wave of 32 x 32 blocks "
+                "(1 or 2 per SM) reading L2-resident tiles: what a round costs beyond its work"))
