@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...memory import Access, Launch
 from ...errors import PerfModelError
+from ...memory import Access, Launch
 from ..registry import KernelCase, Setup, cdiv, f32, register
 
 BLOCK = 256
