@@ -13,6 +13,8 @@ from .devices import DeviceSpec
 from .devices import device as lookup
 from .measurements import load, median_times, written_back
 
+ROUND_CHAIN_FMAS = 32  # probe.barrier_rounds' work per round (tiled matmul's at TILE 32)
+
 
 @dataclass(frozen=True)
 class Ceiling:
@@ -41,6 +43,10 @@ class Ceilings:
     l2_write_fill_requests_per_s: Ceiling | None = None  # ... that allocate whole sectors missing in L2
     l2_write_rmw_requests_per_s: Ceiling | None = None  # ... that miss with sectors written in part
     blocks_per_s: Ceiling | None = None  # thread blocks launched and retired
+    # probe.barrier_rounds: one load -> barrier -> compute -> barrier round, one block per SM, without
+    # a multiply-add chain and with one of ROUND_CHAIN_FMAS (tiled matmul's at TILE 32)
+    barrier_round_idle_s: Ceiling | None = None
+    barrier_round_s: Ceiling | None = None
     stream_startup_s: Ceiling | None = None  # a DRAM-bound kernel's ramp-up and drain, once
     l2_dirty_at_end_bytes: Ceiling | None = None  # lines L2 holds at a stream's end; its write share stays dirty
     ncu_dirty_before_bytes: Ceiling | None = None  # dirty lines ncu's own setup leaves before a profiled kernel
@@ -190,6 +196,23 @@ def _dirty_at_end(data, min_bytes: int = 64 << 20) -> Ceiling | None:
                    "B", f"measured: write-back pass, median over {int(sel.sum())} kernels")
 
 
+def _barrier_round(data, times, work: int) -> Ceiling | None:
+    """A load -> barrier -> compute -> barrier round of tiled matmul with its block alone on its SM:
+    probe.barrier_rounds (one block per SM, `work` multiply-adds in one dependent chain per thread),
+    the time per round between two round counts (launch, ramp and the cold pool drop out)."""
+    sel = {}
+    for cid in _case_ids(data, "probe.barrier_rounds"):
+        p = json.loads(data[data.case_id == cid].params.iloc[0])
+        if p["work"] == work and p["blocks_per_sm"] == 1 and cid in times:
+            sel[p["rounds"]] = (times[cid], cid)
+    if len(sel) < 2:
+        return None
+    (r0, (t0, c0)), (r1, (t1, c1)) = min(sel.items()), max(sel.items())
+    per_round = (t1 - t0) / (r1 - r0)
+    return Ceiling(f"load-barrier round, one block per SM, {work}-FMA chain", per_round, "s",
+                   f"measured: slope {c0} -> {c1}", (c0, c1))
+
+
 def _case_ids(df, case: str) -> list[str]:
     return sorted(set(df[df.case == case].case_id))
 
@@ -297,6 +320,9 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
             extra["blocks_per_s"] = Ceiling("thread blocks launched and retired", m[0], "1/s", f"measured: {m[1]}")
         extra.update(_loaded_latency(data, dev))
         extra.update(_l2_retention(data))
+        for key, work in (("barrier_round_idle_s", 0), ("barrier_round_s", ROUND_CHAIN_FMAS)):
+            if (rounds := _barrier_round(data, times, work)):
+                extra[key] = rounds
         lat = data[(data.metric == "cycles_per_load")]
         clock = dev.sm_clock_hz
         for key, case, lo, hi in (("latency_l1_s", "probe.chase_ca", 0, 64 << 10),

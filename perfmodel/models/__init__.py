@@ -12,7 +12,7 @@ import functools
 import json
 import math
 
-from ..ceilings import ceilings
+from ..ceilings import ROUND_CHAIN_FMAS, ceilings
 from ..devices import DeviceSpec
 from ..devices import device as lookup
 from ..errors import PerfModelError
@@ -89,8 +89,39 @@ def predict(case_name: str, device: str | DeviceSpec = "h200", **params: int) ->
     return _predict(case_name, dev, tuple(sorted(p.items())))
 
 
+ROUND_PROBE = "probe.barrier_rounds"
+
+
+@functools.cache
+def _round_alone_s(dev: DeviceSpec, work: int) -> float | None:
+    """What a round of probe.barrier_rounds (one block per SM, a `work`-FMA chain per thread) costs
+    beyond the work the model counts: its measured time per round less the model's slowest pipe
+    inside the SM per round (both as slopes between 1024 and 4096 rounds)."""
+    ceil = ceilings(dev)
+    measured = ceil.barrier_round_s if work else ceil.barrier_round_idle_s
+    if not measured:
+        return None
+
+    def in_sm(rounds: int) -> float:
+        items = (("blocks_per_sm", 1), ("rounds", rounds), ("work", work))
+        return max(t.time_s for t in _predict(ROUND_PROBE, dev, items, barriers=False).breakdown if t.name in IN_SM)
+
+    return measured.value - (in_sm(4096) - in_sm(1024)) / 3072
+
+
+def round_alone_s(dev: DeviceSpec, chain_fmas: float) -> float | None:
+    """A load -> barrier -> compute round's cost beyond its work, its block alone on an SM, for a
+    dependent chain of `chain_fmas` multiply-adds per thread: the tiles' L2 round trip, and the
+    chain the last warp still runs when the others are done. Between the two measured rounds
+    (no chain, ROUND_CHAIN_FMAS), linear in the chain (H200: 143 and 237 ns)."""
+    idle, full = _round_alone_s(dev, 0), _round_alone_s(dev, ROUND_CHAIN_FMAS)
+    if idle is None or full is None:
+        return None
+    return idle + (full - idle) * chain_fmas / ROUND_CHAIN_FMAS
+
+
 @functools.lru_cache(maxsize=4096)
-def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]) -> Prediction:
+def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...], barriers: bool = True) -> Prediction:
     from ..suite.registry import get
 
     case = get(case_name)
@@ -159,8 +190,11 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         ramp = max(startup.value - counted, 0.0)
         time_s += ramp
         terms.append(Term("startup", ramp, 1, 1 / startup.value, startup.source))
-    if case.barrier_phases and slowest.name in IN_SM:
-        added = barrier_rounds_term(ceil, math.ceil(waves) * case.barrier_phases(p), blocks_per_sm)
+    if case.barrier_phases and slowest.name in IN_SM and barriers:
+        per_block = case.barrier_phases(p)
+        chain = flops / max(2 * launch.threads_per_block * launch.blocks * per_block, 1)  # FMAs per thread per round
+        alone = round_alone_s(dev, chain) if blocks_per_sm == 1 else None
+        added = barrier_rounds_term(ceil, math.ceil(waves) * per_block, blocks_per_sm, alone)
         if added:
             terms.append(added)
             time_s += added.time_s
