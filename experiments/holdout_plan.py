@@ -33,11 +33,30 @@ FAMILIES: dict[str, tuple[int, dict[str, tuple[int, int]], dict[str, list[int]]]
 }
 
 
-def draw(seed: int) -> list[tuple[str, dict[str, int] | str]]:
+def families(only: list[str], draws: int | None) -> list[tuple[str, int, dict, dict]]:
+    """The families to draw from: all, or the variants `only` names ("matmul.coarsened:coarse=8",
+    choices fixed to the values given), each `draws` times where given."""
+    if not only:
+        return [(name, draws or n, sizes, choices) for name, (n, sizes, choices) in FAMILIES.items()]
+    out = []
+    for spec in only:
+        name, _, fixed = spec.partition(":")
+        if name not in FAMILIES:
+            raise SystemExit(f"--only {spec}: no family {name!r}; families: {', '.join(FAMILIES)}")
+        n, sizes, choices = FAMILIES[name]
+        pinned = dict(kv.split("=") for kv in fixed.split(",") if kv)
+        unknown = set(pinned) - set(choices)
+        if unknown:
+            raise SystemExit(f"--only {spec}: {name} draws no {sorted(unknown)}; it chooses {sorted(choices)}")
+        out.append((name, draws or n, sizes, {**choices, **{k: [int(v)] for k, v in pinned.items()}}))
+    return out
+
+
+def draw(seed: int, only: list[str] | None = None, draws: int | None = None) -> list[tuple[str, dict[str, int] | str]]:
     """(case, parameters) per draw, or (case, why) where the draw has no compiled kernel."""
     rng = np.random.default_rng(seed)
     out: list[tuple[str, dict[str, int] | str]] = []
-    for name, (n, sizes, choices) in FAMILIES.items():
+    for name, n, sizes, choices in families(only or [], draws):
         for _ in range(n):
             p = {k: int(round(math.exp(rng.uniform(math.log(lo), math.log(hi))))) for k, (lo, hi) in sizes.items()}
             p.update({k: int(rng.choice(v)) for k, v in choices.items()})
@@ -48,12 +67,13 @@ def draw(seed: int) -> list[tuple[str, dict[str, int] | str]]:
     return out
 
 
-def toml(seed: int) -> str:
-    lines = [f"# Held-out cases, drawn by `python experiments/holdout_plan.py --seed {seed}` (do not edit by hand):",
+def toml(seed: int, only: list[str] | None = None, draws: int | None = None) -> str:
+    how = f"--seed {seed}" + (f" --only {' '.join(only)}" if only else "") + (f" --draws {draws}" if draws else "")
+    lines = [f"# Held-out cases, drawn by `python experiments/holdout_plan.py {how}` (do not edit by hand):",
              "# shapes no earlier run measured; perfmodel.holdout froze the model's predictions of them before",
              "# they were measured. Timed, profiled and written back like the suite.",
              "ncu_writeback = true", ""]
-    for name, p in draw(seed):
+    for name, p in draw(seed, only, draws):
         if isinstance(p, str):
             lines += [f"# dropped {name} {p}", ""]
             continue
@@ -65,4 +85,7 @@ def toml(seed: int) -> str:
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seed", type=int, default=20261129)
-    print(toml(ap.parse_args().seed), end="")
+    ap.add_argument("--only", nargs="+", help='variants to draw, e.g. "matmul.coarsened:coarse=8"')
+    ap.add_argument("--draws", type=int, help="draws per family (default: its own count)")
+    a = ap.parse_args()
+    print(toml(a.seed, a.only, a.draws), end="")

@@ -15,6 +15,7 @@ from perfmodel.models.traffic import (
     block_unique_chunks,
     dirty_at_end,
     edge_classes,
+    l1_windowed_sectors,
     l2_requests,
 )
 
@@ -95,6 +96,21 @@ def test_block_invariant_loads_count_once_per_sm():
     assert not block_invariant(Access("guarded", "global", "tx", cond="bx < 3"), launch)
     p = perfmodel.predict("probe.load_lines", "h200", stride=0, iters=4096)
     assert p.l2_read_bytes == 132 * 8 * 32  # 8 sectors, once per SM (ncu's xbar count: 1056 sectors)
+
+
+def test_l1_reuse_across_loop_iterations_only_within_what_l1_holds():
+    """A block cycling through a 64-line pool 1024 times: with L1 room for all 64 lines it misses each
+    sector once; with room for 8 lines every load misses (no window of iterations repeats a line); a
+    stream that never repeats is unchanged either way."""
+    launch = Launch(block=(32, 1, 1), grid=(2, 1, 1), loops={"r": 1024})
+    pool = [Access("pool", "global", "bx*2048 + (r % 64)*32 + tx", loops=("r",))]
+    (distinct,) = block_unique_chunks(pool, launch, store=False)
+    assert distinct == 64 * 4
+    assert l1_windowed_sectors(pool, launch, distinct, 64 * 128) == distinct
+    assert l1_windowed_sectors(pool, launch, distinct, 8 * 128) == pytest.approx(1024 * 4)
+    stream = [Access("stream", "global", "bx*32768 + r*32 + tx", loops=("r",))]
+    (once,) = block_unique_chunks(stream, launch, store=False)
+    assert l1_windowed_sectors(stream, launch, once, 8 * 128) == pytest.approx(once)
 
 
 def test_edge_classes_weigh_every_block_once():

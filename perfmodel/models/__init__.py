@@ -113,7 +113,7 @@ def round_alone_s(dev: DeviceSpec, chain_fmas: float) -> float | None:
     """A load -> barrier -> compute round's cost beyond its work, its block alone on an SM, for a
     dependent chain of `chain_fmas` multiply-adds per thread: the tiles' L2 round trip, and the
     chain the last warp still runs when the others are done. Between the two measured rounds
-    (no chain, ROUND_CHAIN_FMAS), linear in the chain (H200: 143 and 237 ns)."""
+    (no chain, ROUND_CHAIN_FMAS), linear in the chain (H200: 115 and 237 ns)."""
     idle, full = _round_alone_s(dev, 0), _round_alone_s(dev, ROUND_CHAIN_FMAS)
     if idle is None or full is None:
         return None
@@ -142,7 +142,9 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     fn = functions(dev.key).get(case.entry(p))
     issued = warp_instructions(fn, accesses, counts, launch) if fn else None
     ceil = ceilings(dev)
-    below = below_l1(dev, accesses, launch, l1, case.compulsory_bytes(p), resident, case.model, p, ceil.l2_loss)
+    l1_share = (dev.l1_bytes_per_sm - occ.carveout_bytes) / max(blocks_per_sm, 1)  # L1 cache per resident block
+    below = below_l1(dev, accesses, launch, l1, case.compulsory_bytes(p), resident, case.model, p, ceil.l2_loss,
+                     l1_share)
     notes.extend(below.notes)
     dram, req = below.dram, below.requests
 

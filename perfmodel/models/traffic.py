@@ -152,6 +152,35 @@ def block_unique_chunks(accesses: list[Access], launch: Launch, store: bool, gra
     return tuple(float(v) for v in np.average(totals, axis=0, weights=weights))
 
 
+def l1_windowed_sectors(accesses: list[Access], launch: Launch, per_block: float, l1_share_bytes: float) -> float:
+    """A block's load sectors L2 serves when L1 keeps `l1_share_bytes` of them: reuse across
+    iterations of the loads' longest loop counts only within a window of as many iterations as L1
+    holds one iteration's sectors (a tile pool cycled through with more than L1 holds misses every
+    time: probe.barrier_rounds). `per_block` (all reuse) where the block's distinct sectors fit."""
+    if math.isnan(per_block) or per_block * SECTOR <= l1_share_bytes:
+        return per_block
+    loads = _global(accesses, launch, store=False, invariant=False)
+    looped = [lp for a in loads for lp in a.loops]
+    if not looped:
+        return per_block
+    name = max(looped, key=lambda lp: launch.loops[lp])
+    n = launch.loops[name]
+
+    def distinct(count: int, inside: bool) -> float:
+        loops = {**launch.loops, name: count} if inside else launch.loops
+        (d,) = block_unique_chunks([a for a in loads if (name in a.loops) == inside],
+                                   Launch(launch.block, launch.grid, loops, launch.params, launch.defs),
+                                   store=False, invariant=False)
+        return d
+
+    window = max(1, int(l1_share_bytes / (max(distinct(1, True), 1.0) * SECTOR)))  # iterations L1 holds
+    if 2 * window > n:
+        return per_block
+    first, both = distinct(window, True), distinct(2 * window, True)
+    # each further window adds what the second added (no double count where a sector straddles two)
+    return max(per_block, first + (n / window - 1) * (both - first) + distinct(0, False))
+
+
 def store_merge_shares(accesses: list[Access], launch: Launch, row_budget: int = 1_000_000) -> tuple[float, float]:
     """(lines, sectors) the stores reach L2 with where L1 combines all of a warp's store instructions
     of one loop into each line, over those sent one instruction at a time: the lower bound of L2's
@@ -344,7 +373,8 @@ class Traffic:
 
 def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traffic,
              compulsory: tuple[int, int], resident_blocks: int, family: str, params: dict[str, int],
-             pass_loss: Callable[[float], float | None] = lambda footprint: None) -> Traffic:
+             pass_loss: Callable[[float], float | None] = lambda footprint: None,
+             l1_share_bytes: float = math.inf) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block). Writes: every
     store sector, or per block and line where L1 combines them. DRAM: compulsory bytes (or, with no
     closed form, the distinct DRAM granules read), read-modify-writes for sectors written in part
@@ -354,6 +384,7 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     closed_form = compulsory != (0, 0)  # else: DRAM reads are the distinct granules the blocks read
     granules = (SECTOR,) if closed_form else (SECTOR, gran)
     per_block, *chunks = block_unique_chunks(accesses, launch, store=False, granules=granules, invariant=False)
+    per_block = l1_windowed_sectors(accesses, launch, per_block, l1_share_bytes)
     # addresses every block shares: each SM's L1 misses on them once, where they fit in L1
     shared, *shared_chunks = block_unique_chunks(accesses, launch, store=False, granules=granules, invariant=True)
     fits = shared * SECTOR <= dev.l1_bytes_per_sm / 2

@@ -31,8 +31,10 @@ REASONS: list[tuple[str, str, str]] = [
                                    "share linear between one L2 partition and the whole L2"),
     ("dram_write_bytes_in_kernel", "", "what L2 writes back before the kernel ends follows its replacement "
                                        "order; under 16 MiB, lines ncu's own setup left dirty dominate"),
-    ("time_s", "matmul.coarsened", "COARSE 8: one block per SM, waiting on its shared loads' results "
-                                   "(stall reasons, plan h200_stalls_matmul) - a latency limit the model lacks"),
+    ("time_s", "matmul.coarsened", "COARSE 8, one block per SM: its warps wait on shared loads' results (plan "
+                                   "h200_stalls_matmul), and where its tiles come from DRAM (B past L2, first "
+                                   "touch) a round costs ~110 ns more than probe.barrier_rounds' L2-resident one; "
+                                   "not modelled"),
     ("time_s", "probe.load_lines", "issue-bound integer code at 2.9 of 4 warp instructions per cycle: math-pipe "
                                    "and dispatch stalls (plans h200_pipes, h200_stalls) - contention, not modelled"),
     ("time_s", "probe.store_lines", "issue-bound integer code, as probe.load_lines"),
