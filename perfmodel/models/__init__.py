@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import re
 
 from ..ceilings import ROUND_CHAIN_FMAS, ceilings
 from ..devices import DeviceSpec
@@ -96,24 +97,25 @@ ROUND_PROBE = "probe.barrier_rounds"
 def _round_alone_s(dev: DeviceSpec, work: int) -> float | None:
     """What a round of probe.barrier_rounds (one block per SM, a `work`-FMA chain per thread) costs
     beyond the work the model counts: its measured time per round less the model's slowest pipe
-    inside the SM per round (both as slopes between 1024 and 4096 rounds)."""
+    inside the SM per round (both as slopes between the two round counts measured)."""
     ceil = ceilings(dev)
     measured = ceil.barrier_round_s if work else ceil.barrier_round_idle_s
     if not measured:
         return None
+    few, many = (int(re.search(r"rounds=(\d+)", cid)[1]) for cid in measured.cases)  # as measured
 
     def in_sm(rounds: int) -> float:
         items = (("blocks_per_sm", 1), ("rounds", rounds), ("work", work))
         return max(t.time_s for t in _predict(ROUND_PROBE, dev, items, barriers=False).breakdown if t.name in IN_SM)
 
-    return measured.value - (in_sm(4096) - in_sm(1024)) / 3072
+    return measured.value - (in_sm(many) - in_sm(few)) / (many - few)
 
 
 def round_alone_s(dev: DeviceSpec, chain_fmas: float) -> float | None:
     """A load -> barrier -> compute round's cost beyond its work, its block alone on an SM, for a
     dependent chain of `chain_fmas` multiply-adds per thread: the tiles' L2 round trip, and the
     chain the last warp still runs when the others are done. Between the two measured rounds
-    (no chain, ROUND_CHAIN_FMAS), linear in the chain (H200: 115 and 237 ns)."""
+    (no chain, ROUND_CHAIN_FMAS), linear in the chain (H200: 113 and 237 ns)."""
     idle, full = _round_alone_s(dev, 0), _round_alone_s(dev, ROUND_CHAIN_FMAS)
     if idle is None or full is None:
         return None

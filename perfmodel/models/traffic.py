@@ -1,8 +1,8 @@
 """Traffic at each level, derived from a case's access descriptions.
 
 L1 (requests, sectors, data-stage wavefronts, tag passes): exact counts from perfmodel.memory.
-L2 reads: the distinct sectors each block loads (L1 reuse inside a block, none across blocks),
-block-invariant addresses once per SM.
+L2 reads: the distinct sectors each block loads (L1 reuse inside a block within what L1 holds, none
+across blocks), block-invariant addresses once per SM.
 L2 requests: one per (warp request, line), stores of load-free kernels combined per block and line;
 past one L2 partition's capacity, first writes are sector fills or read-modify-writes (`l2_requests`).
 DRAM: each array once while the kernel's footprint fits in L2; past that, per-family reuse
@@ -165,20 +165,19 @@ def l1_windowed_sectors(accesses: list[Access], launch: Launch, per_block: float
         return per_block
     name = max(looped, key=lambda lp: launch.loops[lp])
     n = launch.loops[name]
+    inside = [a for a in loads if name in a.loops]
 
-    def distinct(count: int, inside: bool) -> float:
-        loops = {**launch.loops, name: count} if inside else launch.loops
-        (d,) = block_unique_chunks([a for a in loads if (name in a.loops) == inside],
-                                   Launch(launch.block, launch.grid, loops, launch.params, launch.defs),
-                                   store=False, invariant=False)
-        return d
+    def distinct(count: int) -> float:  # the looped loads' sectors over the loop's first `count` iterations
+        short = Launch(launch.block, launch.grid, {**launch.loops, name: count}, launch.params, launch.defs)
+        return block_unique_chunks(inside, short, store=False, invariant=False)[0]
 
-    window = max(1, int(l1_share_bytes / (max(distinct(1, True), 1.0) * SECTOR)))  # iterations L1 holds
+    window = max(1, int(l1_share_bytes / (max(distinct(1), 1.0) * SECTOR)))  # iterations L1 holds
     if 2 * window > n:
         return per_block
-    first, both = distinct(window, True), distinct(2 * window, True)
+    first, both = distinct(window), distinct(2 * window)
+    (outside,) = block_unique_chunks([a for a in loads if name not in a.loops], launch, store=False, invariant=False)
     # each further window adds what the second added (no double count where a sector straddles two)
-    return max(per_block, first + (n / window - 1) * (both - first) + distinct(0, False))
+    return max(per_block, first + (n / window - 1) * (both - first) + outside)
 
 
 def store_merge_shares(accesses: list[Access], launch: Launch, row_budget: int = 1_000_000) -> tuple[float, float]:
