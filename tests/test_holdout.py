@@ -25,7 +25,8 @@ def held(request):
 
 def test_predictions_were_frozen_before_the_run_measured_them(held):
     name, (header, preds), data, _ = held
-    assert len(preds) >= 30 and header["commit"] and not header["commit"].endswith("-dirty")
+    # 33-36 random draws a set; 20 in set 8, drawn to test one rule
+    assert len(preds) >= 20 and header["commit"] and not header["commit"].endswith("-dirty")
     runs = data.drop_duplicates("run_id")
     assert len(runs) and (runs.utc > header["utc"]).all(), f"{name}: a run predates its frozen predictions"
     assert set(data.case_id) <= set(preds)  # nothing measured that was not predicted first
@@ -33,11 +34,11 @@ def test_predictions_were_frozen_before_the_run_measured_them(held):
 
 def test_held_out_accuracy(held):
     """The frozen predictions against the held-out runs (H200): time MAPE under 10 % (the issue's
-    target; 6.5, 5.8, 7.4, 4.2, 5.5, 4.8 and 4.4 % measured), within 10 % for most, occupancy exact, L1 counts
+    target; 6.5, 5.8, 7.4, 4.2, 5.5, 4.8, 4.4 and 4.9 % measured), within 10 % for most, occupancy exact, L1 counts
     within 5 % but for three rows - and at most two cases past 25 % a set, which the report names."""
     name, _, _, t = held
     time = t[t.kind == "time"]
-    assert len(time) >= 30
+    assert len(time) >= 20
     assert time.rel_error.abs().mean() <= 0.10, name
     assert (time.rel_error.abs() <= 0.10).mean() >= 0.7, name
     assert (time.rel_error.abs() > 0.25).sum() <= 2 and time.rel_error.abs().max() < 0.35, name
