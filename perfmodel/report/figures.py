@@ -65,8 +65,9 @@ def roofline(ceil: Ceilings, points: pd.DataFrame, path: Path, device: str) -> s
 
 def lines(df: pd.DataFrame, x: str, ys: list[tuple[str, str, str]], path: Path, title: str, xlabel: str,
           ylabel: str, group: str | None = None, logx: bool = False, logy: bool = False,
-          marks: list[tuple[float, str]] | None = None) -> str:
-    """ys: (column, style, label). One line per group value when `group` is given."""
+          marks: list[tuple[float, str]] | None = None, levels: list[tuple[float, str]] | None = None) -> str:
+    """ys: (column, style, label). One line per group value when `group` is given; `marks` are
+    vertical lines at x values, `levels` horizontal ones at y values."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     groups = df.groupby(group) if group else [("", df)]
     for i, (g, d) in enumerate(groups):
@@ -76,6 +77,9 @@ def lines(df: pd.DataFrame, x: str, ys: list[tuple[str, str, str]], path: Path, 
     for value, label in marks or []:
         ax.axvline(value, color="grey", ls=":", lw=1)
         ax.annotate(label, (value, ax.get_ylim()[1]), fontsize=7, rotation=90, va="top", ha="right")
+    for value, label in levels or []:
+        ax.axhline(value, color="grey", ls="--", lw=1)
+        ax.annotate(label, (0.01, value), xycoords=("axes fraction", "data"), fontsize=7, va="bottom", ha="left")
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     if logx:
         ax.set_xscale("log", base=2)

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..ceilings import in_flight_curve
+from ..ceilings import ROUND_CHAIN_FMAS, in_flight_curve
 from ..devices import DeviceSpec
-from ..models import predict
+from ..models import predict, round_alone_s
 from ..models.overlap import staircase_level, streams_time
 from ..occupancy import curves
 from . import figures
@@ -338,7 +338,32 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
     page.figures.append(("coarsening sweep", figures.lines(
         c[c.m >= 2048], "coarse", [("predicted", "-", "predicted"), ("measured", "o", "measured")],
         folder / "matmul_coarsening.png", "Coarsening sweep", "COARSE_FACTOR", "s", group="m", logy=True)))
+    if (rounds := _rounds_alone(dev, table)) is not None:
+        idle, full = round_alone_s(dev, 0), round_alone_s(dev, ROUND_CHAIN_FMAS)
+        page.figures.append(("rounds alone on an SM", figures.lines(
+            rounds, "footprint_mib", [("exposed_ns", "o", "measured")], folder / "matmul_rounds_alone.png",
+            "One block per SM: a round's time beyond the model's work", "A + B (MiB)", "ns per round",
+            group="variant", logx=True,
+            levels=[(full * 1e9, f"probe.barrier_rounds, {ROUND_CHAIN_FMAS}-FMA chain (the model)"),
+                    (idle * 1e9, "probe.barrier_rounds, no chain")])))
     return page
+
+
+def _rounds_alone(dev, table) -> pd.DataFrame | None:
+    """Matmul cases with one block per SM: what each round took beyond the model's work (measured
+    time less the model's time without its barrier term, over the busiest SM's rounds)."""
+    t = table[(table.kind == "time") & table.case.str.startswith("matmul.")]
+    rows = []
+    for _, r in t.iterrows():
+        p = json.loads(r.params)
+        pred = predict(r.case, dev, **p)
+        barrier = next((b for b in pred.breakdown if b.name == "barrier"), None)
+        if pred.occupancy.blocks_per_sm != 1 or barrier is None:
+            continue
+        rows.append({"variant": re.sub(r"k=\d+,m=\d+,n=\d+,?", "", r.case_id).replace("matmul.", ""),
+                     "footprint_mib": 4 * p["k"] * (p["m"] + p["n"]) / 2**20,
+                     "exposed_ns": 1e9 * (r.measured - pred.time_s + barrier.time_s) / barrier.work})
+    return pd.DataFrame(rows) if rows else None
 
 
 def _rate(c) -> str:
