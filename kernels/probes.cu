@@ -271,16 +271,19 @@ extern "C" __global__ void pair_lines(const float* __restrict__ in, float* __res
 // Barrier rounds as tiled matmul runs them, one 32 x 32 block: each round every warp loads one
 // 128-byte row of a 32 x 32 tile (tile (blockIdx.x + r) mod `tiles` of an L2-sized pool), stores
 // it to shared memory, waits at a barrier, computes, and waits again. WORK 32 is matmul's inner
-// loop (s += As[ty][kk] * Bs[kk][tx]); WORK 0 reads one neighbour's word. The dynamic shared
-// memory the launch asks for sets how many blocks share an SM.
-template <int WORK>
+// loop (s += As[ty][kk] * Bs[kk][tx]); WORK 0 reads one neighbour's word. With LOADS 2 the A tile
+// is loaded every round too (tile (blockIdx.x + r + tiles/2) mod `tiles`), as COARSE 1 does; with 1
+// it is loaded once (COARSE 8's rounds but one in eight). The dynamic shared memory the launch asks
+// for sets how many blocks share an SM.
+template <int WORK, int LOADS>
 __device__ void barrier_rounds(const float* __restrict__ in, float* __restrict__ out, int rounds, int tiles) {
     __shared__ float As[32][32];
     __shared__ float Bs[32][32];
     int tx = threadIdx.x, ty = threadIdx.y;
-    As[ty][tx] = in[(size_t)(blockIdx.x % tiles) * 1024 + ty * 32 + tx];
+    if (LOADS == 1) As[ty][tx] = in[(size_t)(blockIdx.x % tiles) * 1024 + ty * 32 + tx];
     float s = 0.f;
     for (int r = 0; r < rounds; ++r) {
+        if (LOADS == 2) As[ty][tx] = in[(size_t)((blockIdx.x + r + tiles / 2) % tiles) * 1024 + ty * 32 + tx];
         Bs[ty][tx] = in[(size_t)((blockIdx.x + r) % tiles) * 1024 + ty * 32 + tx];
         __syncthreads();
         if (WORK == 0) {
@@ -294,7 +297,7 @@ __device__ void barrier_rounds(const float* __restrict__ in, float* __restrict__
     out[(size_t)blockIdx.x * 1024 + ty * 32 + tx] = s;
 }
 
-extern "C" __global__ void barrier_rounds_0(const float* __restrict__ in, float* __restrict__ out, int rounds,
-                                            int tiles) { barrier_rounds<0>(in, out, rounds, tiles); }
-extern "C" __global__ void barrier_rounds_32(const float* __restrict__ in, float* __restrict__ out, int rounds,
-                                             int tiles) { barrier_rounds<32>(in, out, rounds, tiles); }
+#define ROUNDS_ARGS const float *__restrict__ in, float *__restrict__ out, int rounds, int tiles
+extern "C" __global__ void barrier_rounds_0(ROUNDS_ARGS) { barrier_rounds<0, 1>(in, out, rounds, tiles); }
+extern "C" __global__ void barrier_rounds_32(ROUNDS_ARGS) { barrier_rounds<32, 1>(in, out, rounds, tiles); }
+extern "C" __global__ void barrier_rounds_32_2(ROUNDS_ARGS) { barrier_rounds<32, 2>(in, out, rounds, tiles); }

@@ -275,28 +275,42 @@ POOL_TILES = 512  # 2 MiB of 32 x 32 tiles: L2-resident, read round-robin (no L1
 ONE_BLOCK_SMEM = 116 << 10  # dynamic shared memory that leaves room for one 32 x 32 block per SM
 
 
+def _round_blocks(p) -> int:
+    return SMS * p["blocks_per_sm"] * p.get("waves", 1)
+
+
 def _rounds_setup(p, rng) -> Setup:
-    blocks = SMS * p["blocks_per_sm"]
+    blocks, loads = _round_blocks(p), p.get("loads", 1)
     pool = f32(rng, POOL_TILES, 32, 32)
 
     def expected() -> dict[str, np.ndarray]:
         b = np.arange(blocks)
-        counts = np.stack([np.bincount((i + np.arange(p["rounds"])) % POOL_TILES, minlength=POOL_TILES) for i in b])
-        summed = np.einsum("bt,tij->bij", counts.astype(np.float64), pool.astype(np.float64))
+        counts = np.stack([np.bincount((i + np.arange(p["rounds"])) % POOL_TILES, minlength=POOL_TILES)
+                           for i in b]).astype(np.float64)
+        tiles = pool.astype(np.float64)
         if p["work"] == 0:
-            return {"out": np.roll(summed, -1, axis=2).astype(np.float32).ravel()}
-        a = pool[b % POOL_TILES].astype(np.float64)
-        return {"out": np.einsum("bik,bkj->bij", a, summed).astype(np.float32).ravel()}
+            return {"out": np.roll(np.einsum("bt,tij->bij", counts, tiles), -1, axis=2).astype(np.float32).ravel()}
+        if loads == 2:  # round r multiplies tile t + POOL/2 by tile t, t = (b + r) mod POOL
+            products = np.einsum("tik,tkj->tij", np.roll(tiles, -POOL_TILES // 2, axis=0), tiles)
+            return {"out": np.einsum("bt,tij->bij", counts, products).astype(np.float32).ravel()}
+        summed = np.einsum("bt,tij->bij", counts, tiles)
+        return {"out": np.einsum("bik,bkj->bij", tiles[b % POOL_TILES], summed).astype(np.float32).ravel()}
 
     return Setup({"in": pool.ravel()}, expected, ["in", "out", np.int32(p["rounds"]), np.int32(POOL_TILES)],
                  rtol=1e-4, outputs={"out": ((blocks * 1024,), np.float32)})
 
 
 def _rounds_accesses(p) -> list[Access]:
-    acc = [Access("A tile load", "global", f"(bx % {POOL_TILES})*1024 + ty*32 + tx", array="in"),
+    half = POOL_TILES // 2
+    a_tile = (Access("A tile load", "global", f"(bx % {POOL_TILES})*1024 + ty*32 + tx", array="in")
+              if p.get("loads", 1) == 1 else
+              Access("A tile load", "global", f"((bx + r + {half}) % {POOL_TILES})*1024 + ty*32 + tx",
+                     loops=("r",), array="in"))
+    acc = [a_tile,
            Access("B tile load", "global", f"((bx + r) % {POOL_TILES})*1024 + ty*32 + tx", loops=("r",),
                   array="in"),
-           Access("As store", "shared", "ty*32 + tx", store=True, array="As"),
+           Access("As store", "shared", "ty*32 + tx", store=True, loops=("r",) if p.get("loads", 1) == 2 else (),
+                  array="As"),
            Access("Bs store", "shared", "ty*32 + tx", store=True, loops=("r",), base_bytes=4096, array="Bs")]
     if p["work"] == 0:
         acc.append(Access("Bs[ty][tx+1] read", "shared", "ty*32 + (tx + 1) % 32", loops=("r",), base_bytes=4096,
@@ -308,24 +322,31 @@ def _rounds_accesses(p) -> list[Access]:
     return acc + [Access("out store", "global", "bx*1024 + ty*32 + tx", store=True, array="out")]
 
 
-def _check_rounds(p) -> str:
-    if p["work"] not in (0, 32) or p["blocks_per_sm"] not in (1, 2):
-        raise PerfModelError(f"probe.barrier_rounds: work is 0 or 32 (got {p['work']}) and blocks_per_sm "
-                             f"1 or 2 (got {p['blocks_per_sm']}): kernels/probes.cu compiles those")
-    return f"barrier_rounds_{p['work']}"
+def _rounds_entry(name: str):
+    def entry(p) -> str:
+        work, bps, loads = p["work"], p["blocks_per_sm"], p.get("loads", 1)
+        if work not in (0, 32) or bps not in (1, 2) or loads not in (1, 2) or (loads == 2 and work == 0):
+            raise PerfModelError(f"{name}: work is 0 or 32 (got {work}), blocks_per_sm 1 or 2 (got {bps}), loads "
+                                 f"1 or 2 (got {loads}; 2 with work 32): kernels/probes.cu compiles those")
+        return f"barrier_rounds_{work}" + ("_2" if loads == 2 else "")
+    return entry
 
 
-register(KernelCase(
-    name="probe.barrier_rounds", study="ceilings", source="probes.cu",
-    defaults={"rounds": 4096, "work": 32, "blocks_per_sm": 1},
-    entry=_check_rounds,
-    launch=lambda p: Launch(block=(32, 32, 1), grid=(SMS * p["blocks_per_sm"], 1, 1),
-                            loops={"r": p["rounds"], "kk": 32, "kq": 8}, params=dict(p)),
-    accesses=_rounds_accesses, setup=_rounds_setup,
-    flops=lambda p: SMS * p["blocks_per_sm"] * 1024 * p["rounds"] * (2 * p["work"] or 1),
-    static_smem=lambda p: 2 * 4096,
-    dynamic_smem=lambda p: ONE_BLOCK_SMEM if p["blocks_per_sm"] == 1 else 0,
-    compulsory_bytes=lambda p: (POOL_TILES * 4096, SMS * p["blocks_per_sm"] * 4096), model="stream",
-    barrier_phases=lambda p: p["rounds"],
-    description="tiled matmul's load -> barrier -> compute -> barrier rounds, one wave of 32 x 32 blocks "
-                "(1 or 2 per SM) reading L2-resident tiles: what a round costs beyond its work"))
+for _name, _defaults, _what in (
+        ("probe.barrier_rounds", {"rounds": 4096, "work": 32, "blocks_per_sm": 1},
+         "one wave of 32 x 32 blocks (1 or 2 per SM) reading L2-resident tiles: what a round costs beyond its work"),
+        ("probe.barrier_waves", {"rounds": 512, "work": 32, "blocks_per_sm": 2, "waves": 8, "loads": 1},
+         "`waves` waves of them, later blocks starting as earlier ones end, one tile a round or two (loads 2, "
+         "COARSE 1's rounds): whether blocks sharing an SM hide each other's rounds")):
+    register(KernelCase(
+        name=_name, study="ceilings", source="probes.cu", defaults=_defaults,
+        entry=_rounds_entry(_name),
+        launch=lambda p: Launch(block=(32, 32, 1), grid=(_round_blocks(p), 1, 1),
+                                loops={"r": p["rounds"], "kk": 32, "kq": 8}, params=dict(p)),
+        accesses=_rounds_accesses, setup=_rounds_setup,
+        flops=lambda p: _round_blocks(p) * 1024 * p["rounds"] * (2 * p["work"] or 1),
+        static_smem=lambda p: 2 * 4096,
+        dynamic_smem=lambda p: ONE_BLOCK_SMEM if p["blocks_per_sm"] == 1 else 0,
+        compulsory_bytes=lambda p: (POOL_TILES * 4096, _round_blocks(p) * 4096), model="stream",
+        barrier_phases=lambda p: p["rounds"],
+        description=f"tiled matmul's load -> barrier -> compute -> barrier rounds, {_what}"))
