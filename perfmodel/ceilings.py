@@ -47,6 +47,9 @@ class Ceilings:
     # a multiply-add chain and with one of ROUND_CHAIN_FMAS (tiled matmul's at TILE 32)
     barrier_round_idle_s: Ceiling | None = None
     barrier_round_s: Ceiling | None = None
+    # probe.barrier_waves: the round with two blocks per SM over 8 waves, one tile loaded a round or two
+    barrier_pair_s: Ceiling | None = None
+    barrier_pair_two_tiles_s: Ceiling | None = None
     stream_startup_s: Ceiling | None = None  # a DRAM-bound kernel's ramp-up and drain, once
     l2_dirty_at_end_bytes: Ceiling | None = None  # lines L2 holds at a stream's end; its write share stays dirty
     ncu_dirty_before_bytes: Ceiling | None = None  # dirty lines ncu's own setup leaves before a profiled kernel
@@ -196,21 +199,21 @@ def _dirty_at_end(data, min_bytes: int = 64 << 20) -> Ceiling | None:
                    "B", f"measured: write-back pass, median over {int(sel.sum())} kernels")
 
 
-def _barrier_round(data, times, work: int) -> Ceiling | None:
-    """A load -> barrier -> compute -> barrier round of tiled matmul with its block alone on its SM:
-    probe.barrier_rounds (one block per SM, `work` multiply-adds in one dependent chain per thread),
-    the time per round between two round counts (launch, ramp and the cold pool drop out)."""
+def _round_slope(data, times, case: str, what: str, **match: int) -> Ceiling | None:
+    """A load -> barrier -> compute -> barrier round of tiled matmul (probe.barrier_rounds or
+    probe.barrier_waves, the parameters `match` picks): the time per round between two round counts,
+    so launch, ramp and the cold tile pool drop out (per round of every block of a wave: the slope
+    over the waves)."""
     sel = {}
-    for cid in _case_ids(data, "probe.barrier_rounds"):
+    for cid in _case_ids(data, case):
         p = json.loads(data[data.case_id == cid].params.iloc[0])
-        if p["work"] == work and p["blocks_per_sm"] == 1 and cid in times:
+        if all(p.get(k) == v for k, v in match.items()) and cid in times:
             sel[p["rounds"]] = (times[cid], cid)
     if len(sel) < 2:
         return None
     (r0, (t0, c0)), (r1, (t1, c1)) = min(sel.items()), max(sel.items())
-    per_round = (t1 - t0) / (r1 - r0)
-    return Ceiling(f"load-barrier round, one block per SM, {work}-FMA chain", per_round, "s",
-                   f"measured: slope {c0} -> {c1}", (c0, c1))
+    per_round = (t1 - t0) / (r1 - r0) / match.get("waves", 1)
+    return Ceiling(f"load-barrier round, {what}", per_round, "s", f"measured: slope {c0} -> {c1}", (c0, c1))
 
 
 def _case_ids(df, case: str) -> list[str]:
@@ -320,8 +323,16 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
             extra["blocks_per_s"] = Ceiling("thread blocks launched and retired", m[0], "1/s", f"measured: {m[1]}")
         extra.update(_loaded_latency(data, dev))
         extra.update(_l2_retention(data))
-        for key, work in (("barrier_round_idle_s", 0), ("barrier_round_s", ROUND_CHAIN_FMAS)):
-            if (rounds := _barrier_round(data, times, work)):
+        for key, case, what, match in (
+                ("barrier_round_idle_s", "probe.barrier_rounds", "one block per SM, no FMA chain",
+                 {"work": 0, "blocks_per_sm": 1}),
+                ("barrier_round_s", "probe.barrier_rounds", f"one block per SM, {ROUND_CHAIN_FMAS}-FMA chain",
+                 {"work": ROUND_CHAIN_FMAS, "blocks_per_sm": 1}),
+                ("barrier_pair_s", "probe.barrier_waves", "two blocks per SM over 8 waves, one tile a round",
+                 {"blocks_per_sm": 2, "waves": 8, "loads": 1}),
+                ("barrier_pair_two_tiles_s", "probe.barrier_waves", "two blocks per SM over 8 waves, two tiles",
+                 {"blocks_per_sm": 2, "waves": 8, "loads": 2})):
+            if (rounds := _round_slope(data, times, case, what, **match)):
                 extra[key] = rounds
         lat = data[(data.metric == "cycles_per_load")]
         clock = dev.sm_clock_hz

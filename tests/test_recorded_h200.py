@@ -565,11 +565,11 @@ def test_block_alone_on_its_sm_pays_the_measured_round(comparison):
     from DRAM (B past L2, or first touch), up from -17 % with one idle L2 latency per round - and the
     two-blocks-per-SM probe rounds, which the model charges one L2 latency, within 15 %."""
     from perfmodel.ceilings import ceilings
-    from perfmodel.models import round_alone_s
+    from perfmodel.models import round_exposed_s
 
     ceil = ceilings("h200")
     assert ceil.barrier_round_s and ceil.barrier_round_idle_s
-    idle, full = round_alone_s(device("h200"), 0), round_alone_s(device("h200"), 32)
+    idle, full = round_exposed_s(device("h200"), 1, 0, 1), round_exposed_s(device("h200"), 1, 32, 1)
     assert 50e-9 < idle < full < 400e-9, (idle, full)
     t = comparison[comparison.kind.isin(["time", "time-ceiling"])]
     probe = t[t.case == "probe.barrier_rounds"]

@@ -90,36 +90,46 @@ def predict(case_name: str, device: str | DeviceSpec = "h200", **params: int) ->
     return _predict(case_name, dev, tuple(sorted(p.items())))
 
 
-ROUND_PROBE = "probe.barrier_rounds"
-
-
 @functools.cache
-def _round_alone_s(dev: DeviceSpec, work: int) -> float | None:
-    """What a round of probe.barrier_rounds (one block per SM, a `work`-FMA chain per thread) costs
-    beyond the work the model counts: its measured time per round less the model's slowest pipe
-    inside the SM per round (both as slopes between the two round counts measured)."""
-    ceil = ceilings(dev)
-    measured = ceil.barrier_round_s if work else ceil.barrier_round_idle_s
+def _round_exposed_s(dev: DeviceSpec, key: str) -> float | None:
+    """What a measured barrier round (the Ceilings field `key`: probe.barrier_rounds or
+    probe.barrier_waves) costs beyond the work the model counts: its time per round less the
+    model's slowest pipe inside the SM per round, both as slopes between the round counts measured."""
+    from ..suite.registry import get
+
+    measured = getattr(ceilings(dev), key)
     if not measured:
         return None
-    few, many = (int(re.search(r"rounds=(\d+)", cid)[1]) for cid in measured.cases)  # as measured
+    case = measured.cases[0].split("[")[0]
+    params = [{k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", cid)} for cid in measured.cases]
 
-    def in_sm(rounds: int) -> float:
-        items = (("blocks_per_sm", 1), ("rounds", rounds), ("work", work))
-        return max(t.time_s for t in _predict(ROUND_PROBE, dev, items, barriers=False).breakdown if t.name in IN_SM)
+    def work(p: dict[str, int]) -> float:
+        items = tuple(sorted(get(case).bind(**p).items()))
+        return max(t.time_s for t in _predict(case, dev, items, barriers=False).breakdown if t.name in IN_SM)
 
-    return measured.value - (in_sm(many) - in_sm(few)) / (many - few)
+    few, many = params
+    per_round = (work(many) - work(few)) / (many["rounds"] - few["rounds"]) / few.get("waves", 1)
+    return measured.value - per_round
 
 
-def round_alone_s(dev: DeviceSpec, chain_fmas: float) -> float | None:
-    """A load -> barrier -> compute round's cost beyond its work, its block alone on an SM, for a
-    dependent chain of `chain_fmas` multiply-adds per thread: the tiles' L2 round trip, and the
-    chain the last warp still runs when the others are done. Between the two measured rounds
-    (no chain, ROUND_CHAIN_FMAS), linear in the chain (H200: 113 and 237 ns)."""
-    idle, full = _round_alone_s(dev, 0), _round_alone_s(dev, ROUND_CHAIN_FMAS)
-    if idle is None or full is None:
-        return None
-    return idle + (full - idle) * chain_fmas / ROUND_CHAIN_FMAS
+def round_exposed_s(dev: DeviceSpec, blocks_per_sm: int, chain_fmas: float, tiles: float) -> float | None:
+    """A load -> barrier -> compute round's cost beyond its work on an SM, as probe.barrier_rounds and
+    probe.barrier_waves measured it. One block per SM: the tiles' L2 round trip and the dependent
+    multiply-add chain (`chain_fmas` per thread) the last warp still runs when the others are done,
+    linear in the chain between the two measured rounds (H200: 113 and 237 ns). Two blocks per SM,
+    once later waves start them apart: per round of both, linear in the `tiles` a block loads a round
+    between one and two (H200: 72 and 144 ns). None otherwise."""
+    if blocks_per_sm == 1:
+        idle, full = _round_exposed_s(dev, "barrier_round_idle_s"), _round_exposed_s(dev, "barrier_round_s")
+        if idle is None or full is None:
+            return None
+        return idle + (full - idle) * chain_fmas / ROUND_CHAIN_FMAS
+    if blocks_per_sm == 2:
+        one, two = _round_exposed_s(dev, "barrier_pair_s"), _round_exposed_s(dev, "barrier_pair_two_tiles_s")
+        if one is None or two is None:
+            return None
+        return one + (two - one) * (tiles - 1)
+    return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -196,9 +206,11 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         terms.append(Term("startup", ramp, 1, 1 / startup.value, startup.source))
     if case.barrier_phases and slowest.name in IN_SM and barriers:
         per_block = case.barrier_phases(p)
-        chain = flops / max(2 * launch.threads_per_block * launch.blocks * per_block, 1)  # FMAs per thread per round
-        alone = round_alone_s(dev, chain) if blocks_per_sm == 1 else None
-        added = barrier_rounds_term(ceil, math.ceil(waves) * per_block, blocks_per_sm, alone)
+        rounds = max(launch.blocks * per_block, 1)
+        chain = flops / (2 * launch.threads_per_block * rounds)  # dependent FMAs per thread per round
+        tiles = l1.load_requests / (launch.warps_per_block * rounds)  # tiles a block loads per round
+        exposed = round_exposed_s(dev, blocks_per_sm, chain, tiles)
+        added = barrier_rounds_term(ceil, math.ceil(waves) * per_block, blocks_per_sm, exposed)
         if added:
             terms.append(added)
             time_s += added.time_s

@@ -126,15 +126,16 @@ def latency_term(ceil: Ceilings, l1: L1Traffic, dram: DramEstimate, load_bytes: 
                 f"(DRAM latency under this load: {ceil.loaded_latency_source or 'idle chase'})")
 
 
-def barrier_rounds_term(ceil: Ceilings, rounds: int, blocks_per_sm: int, alone_s: float | None) -> Term | None:
-    """At every barrier a block waits for its next tiles. Alone on its SM (`alone_s`: what a round
-    costs beyond its work there, from probe.barrier_rounds) the SM idles that long; otherwise for
-    one L2 round trip, hidden behind the other B - 1 resident blocks' work (not at B = 2). Added to
-    the slowest in-SM pipe."""
-    if blocks_per_sm == 1 and alone_s is not None:
-        return Term("barrier", rounds * alone_s, rounds, 1 / alone_s,
-                    f"{rounds} load-barrier rounds x {alone_s * 1e9:.0f} ns, the round's cost beyond its work "
-                    f"alone on an SM (probe.barrier_rounds), added")
+def barrier_rounds_term(ceil: Ceilings, rounds: int, blocks_per_sm: int, exposed_s: float | None) -> Term | None:
+    """At every barrier a block waits for its next tiles. With one or two blocks per SM the SM
+    idles for what probe.barrier_rounds / probe.barrier_waves measured a round to cost beyond its
+    work (`exposed_s`); otherwise one L2 round trip, hidden behind the other B - 1 resident blocks'
+    work. Added to the slowest in-SM pipe."""
+    if exposed_s is not None:
+        who = "alone on an SM" if blocks_per_sm == 1 else f"{blocks_per_sm} blocks per SM"
+        return Term("barrier", rounds * exposed_s, rounds, 1 / exposed_s,
+                    f"{rounds} load-barrier rounds x {exposed_s * 1e9:.0f} ns, the round's cost beyond its work "
+                    f"({who}, probe.barrier_rounds / barrier_waves), added")
     l2_lat = ceil.latency_l2_s
     if not l2_lat:
         return None

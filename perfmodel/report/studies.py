@@ -12,7 +12,7 @@ import pandas as pd
 
 from ..ceilings import ROUND_CHAIN_FMAS, in_flight_curve
 from ..devices import DeviceSpec
-from ..models import predict, round_alone_s
+from ..models import predict, round_exposed_s
 from ..models.overlap import staircase_level, streams_time
 from ..occupancy import curves
 from . import figures
@@ -339,7 +339,7 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
         c[c.m >= 2048], "coarse", [("predicted", "-", "predicted"), ("measured", "o", "measured")],
         folder / "matmul_coarsening.png", "Coarsening sweep", "COARSE_FACTOR", "s", group="m", logy=True)))
     if (rounds := _rounds_alone(dev, table)) is not None:
-        idle, full = round_alone_s(dev, 0), round_alone_s(dev, ROUND_CHAIN_FMAS)
+        idle, full = round_exposed_s(dev, 1, 0, 1), round_exposed_s(dev, 1, ROUND_CHAIN_FMAS, 1)
         page.figures.append(("rounds alone on an SM", figures.lines(
             rounds, "footprint_mib", [("exposed_ns", "o", "measured")], folder / "matmul_rounds_alone.png",
             "One block per SM: a round's time beyond the model's work", "A + B (MiB)", "ns per round",
