@@ -279,6 +279,15 @@ def _round_blocks(p) -> int:
     return SMS * p["blocks_per_sm"] * p.get("waves", 1)
 
 
+def _pool_bytes(p) -> int:
+    """The pool tiles the blocks touch: block b reads tiles b .. b + rounds - 1 (mod the pool), and
+    with two loads a round those half a pool further too."""
+    reach = min(POOL_TILES, _round_blocks(p) + p["rounds"] - 1)
+    if p.get("loads", 1) == 2:
+        reach = min(POOL_TILES, POOL_TILES // 2 + reach if reach >= POOL_TILES // 2 else 2 * reach)
+    return reach * 4096
+
+
 def _rounds_setup(p, rng) -> Setup:
     blocks, loads = _round_blocks(p), p.get("loads", 1)
     pool = f32(rng, POOL_TILES, 32, 32)
@@ -347,6 +356,6 @@ for _name, _defaults, _what in (
         flops=lambda p: _round_blocks(p) * 1024 * p["rounds"] * (2 * p["work"] or 1),
         static_smem=lambda p: 2 * 4096,
         dynamic_smem=lambda p: ONE_BLOCK_SMEM if p["blocks_per_sm"] == 1 else 0,
-        compulsory_bytes=lambda p: (POOL_TILES * 4096, _round_blocks(p) * 4096), model="stream",
+        compulsory_bytes=lambda p: (_pool_bytes(p), _round_blocks(p) * 4096), model="stream",
         barrier_phases=lambda p: p["rounds"],
         description=f"tiled matmul's load -> barrier -> compute -> barrier rounds, {_what}"))
