@@ -32,9 +32,11 @@ REASONS: list[tuple[str, str, str]] = [
     ("dram_write_bytes_in_kernel", "", "what L2 writes back before the kernel ends follows its replacement "
                                        "order; under 16 MiB, lines ncu's own setup left dirty dominate"),
     ("time_s", "matmul.coarsened", "COARSE 8, one block per SM: its warps wait on shared loads' results (plan "
-                                   "h200_stalls_matmul), and where its tiles come from DRAM (B past L2, first "
-                                   "touch) a round costs ~110 ns more than probe.barrier_rounds' L2-resident one; "
-                                   "not modelled"),
+                                   "h200_stalls_matmul), and a round costs it 300-360 ns beyond the model's work "
+                                   "where its tiles come from DRAM (B past L2, first touch), 118-260 ns where L2 "
+                                   "serves them - probe.barrier_rounds' 237 ns between; not modelled"),
+    ("time_s", "probe.barrier_waves", "one short wave: its blocks first read the cold tile pool from DRAM, the "
+                                      "highest-numbered first (the ceilings are slopes over many waves)"),
     ("time_s", "probe.load_lines", "issue-bound integer code at 2.9 of 4 warp instructions per cycle: math-pipe "
                                    "and dispatch stalls (plans h200_pipes, h200_stalls) - contention, not modelled"),
     ("time_s", "probe.store_lines", "issue-bound integer code, as probe.load_lines"),
