@@ -112,6 +112,11 @@ def _round_exposed_s(dev: DeviceSpec, key: str) -> float | None:
     return measured.value - per_round
 
 
+# the two measured rounds each regime interpolates between: one block per SM (no chain, a
+# ROUND_CHAIN_FMAS chain), two blocks per SM over many waves (one tile a round, two)
+ROUND_PAIRS = {1: ("barrier_round_idle_s", "barrier_round_s"), 2: ("barrier_pair_s", "barrier_pair_two_tiles_s")}
+
+
 def round_exposed_s(dev: DeviceSpec, blocks_per_sm: int, chain_fmas: float, tiles: float) -> float | None:
     """A load -> barrier -> compute round's cost beyond its work on an SM, as probe.barrier_rounds and
     probe.barrier_waves measured it. One block per SM: the tiles' L2 round trip and the dependent
@@ -119,17 +124,13 @@ def round_exposed_s(dev: DeviceSpec, blocks_per_sm: int, chain_fmas: float, tile
     linear in the chain between the two measured rounds (H200: 113 and 237 ns). Two blocks per SM,
     once later waves start them apart: per round of both, linear in the `tiles` a block loads a round
     between one and two (H200: 72 and 144 ns). None otherwise."""
-    if blocks_per_sm == 1:
-        idle, full = _round_exposed_s(dev, "barrier_round_idle_s"), _round_exposed_s(dev, "barrier_round_s")
-        if idle is None or full is None:
-            return None
-        return idle + (full - idle) * chain_fmas / ROUND_CHAIN_FMAS
-    if blocks_per_sm == 2:
-        one, two = _round_exposed_s(dev, "barrier_pair_s"), _round_exposed_s(dev, "barrier_pair_two_tiles_s")
-        if one is None or two is None:
-            return None
-        return one + (two - one) * (tiles - 1)
-    return None
+    if blocks_per_sm not in ROUND_PAIRS:
+        return None
+    low, high = (_round_exposed_s(dev, key) for key in ROUND_PAIRS[blocks_per_sm])
+    if low is None or high is None:
+        return None
+    share = chain_fmas / ROUND_CHAIN_FMAS if blocks_per_sm == 1 else tiles - 1
+    return low + (high - low) * share
 
 
 @functools.lru_cache(maxsize=4096)

@@ -295,6 +295,9 @@ def _placement_text(table: pd.DataFrame) -> str:
                      for m, v in explained().items() if m in measured) or "none recorded"
 
 
+MATMUL_SIZES = r"k=\d+,m=\d+,n=\d+,?"  # a matmul case id's sizes: what is left names its variant
+
+
 def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
     page = _time_page("matmul", "matmul", "Matrix multiplication variants", table, folder,
                       "Global loads follow the textbook exactly (2mnk/TILE, (mnk/TILE)(1 + 1/C)); shared wavefronts "
@@ -317,7 +320,7 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
                       f"({_placement_text(table)}), the model keeps the per-block bound.")
     d = table[(table.metric == "dram_read_bytes") & (table.case.isin(["matmul.tiled", "matmul.coarsened"]))].copy()
     d["m"] = _p(d, "m")
-    d["variant"] = d.case_id.str.replace(r"k=\d+,m=\d+,n=\d+,?", "", regex=True)
+    d["variant"] = d.case_id.str.replace(MATMUL_SIZES, "", regex=True)
     page.figures.append(("DRAM reads vs size", figures.lines(
         d, "m", [("predicted", "-", "predicted"), ("measured", "o", "ncu")], folder / "matmul_dram.png",
         "DRAM bytes read vs matrix size", "m = n = k", "bytes", group="variant", logx=True, logy=True)))
@@ -360,7 +363,7 @@ def _rounds_alone(dev, table) -> pd.DataFrame | None:
         barrier = next((b for b in pred.breakdown if b.name == "barrier"), None)
         if pred.occupancy.blocks_per_sm != 1 or barrier is None:
             continue
-        rows.append({"variant": re.sub(r"k=\d+,m=\d+,n=\d+,?", "", r.case_id).replace("matmul.", ""),
+        rows.append({"variant": re.sub(MATMUL_SIZES, "", r.case_id).replace("matmul.", ""),
                      "footprint_mib": 4 * p["k"] * (p["m"] + p["n"]) / 2**20,
                      "exposed_ns": 1e9 * (r.measured - pred.time_s + barrier.time_s) / barrier.work})
     return pd.DataFrame(rows) if rows else None

@@ -310,16 +310,12 @@ def _rounds_setup(p, rng) -> Setup:
 
 
 def _rounds_accesses(p) -> list[Access]:
-    half = POOL_TILES // 2
-    a_tile = (Access("A tile load", "global", f"(bx % {POOL_TILES})*1024 + ty*32 + tx", array="in")
-              if p.get("loads", 1) == 1 else
-              Access("A tile load", "global", f"((bx + r + {half}) % {POOL_TILES})*1024 + ty*32 + tx",
-                     loops=("r",), array="in"))
-    acc = [a_tile,
+    each_round = ("r",) if p.get("loads", 1) == 2 else ()  # the A tile: loaded every round, or once
+    a_tile = f"((bx + r + {POOL_TILES // 2}) % {POOL_TILES})" if each_round else f"(bx % {POOL_TILES})"
+    acc = [Access("A tile load", "global", f"{a_tile}*1024 + ty*32 + tx", loops=each_round, array="in"),
            Access("B tile load", "global", f"((bx + r) % {POOL_TILES})*1024 + ty*32 + tx", loops=("r",),
                   array="in"),
-           Access("As store", "shared", "ty*32 + tx", store=True, loops=("r",) if p.get("loads", 1) == 2 else (),
-                  array="As"),
+           Access("As store", "shared", "ty*32 + tx", store=True, loops=each_round, array="As"),
            Access("Bs store", "shared", "ty*32 + tx", store=True, loops=("r",), base_bytes=4096, array="Bs")]
     if p["work"] == 0:
         acc.append(Access("Bs[ty][tx+1] read", "shared", "ty*32 + (tx + 1) % 32", loops=("r",), base_bytes=4096,
