@@ -184,6 +184,18 @@ extern "C" __global__ void store_lines(float* __restrict__ out, int lines, long 
     }
 }
 
+// A shifted copy whose neighbouring 128-byte segments are stored by warps `dist` apart: warp g
+// (of W = n/32) copies segment s = (g % dist) * (W / dist) + g / dist of `in` to `out` shifted by
+// offset_bytes, so where the offset is not a multiple of 32 the sector two segments share is
+// completed by a warp dist warps later (dist 1: a plain shifted copy). n % 32 == 0, W % dist == 0.
+extern "C" __global__ void split_store(const float* __restrict__ in, char* __restrict__ out, int offset_bytes,
+                                       long long n, long long dist) {
+    long long g = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5, W = n >> 5;
+    if (g >= W) return;
+    long long j = ((g % dist) * (W / dist) + g / dist) * 32 + (threadIdx.x & 31);
+    reinterpret_cast<float*>(out + offset_bytes)[j] = in[j];
+}
+
 // L1-resident loads: lane l of every warp reads word l*stride + 32*(it % 8) (stride 0: one word
 // for all lanes), `iters` times; all warps read the same words, so after the first touch every
 // load hits L1. `zero` is 0 at run time (unknown to the compiler: no load is hoisted).

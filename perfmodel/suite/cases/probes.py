@@ -208,6 +208,43 @@ register(KernelCase(
                 "the L2's rate for partially written lines, L2-resident or not"))
 
 
+def _split_store_setup(p, rng) -> Setup:
+    n, off = p["n"], p["offset"]
+    a = f32(rng, n)
+    out = np.full(n + cdiv(off, 4), np.nan, dtype=np.float32)
+    out.view(np.uint8)[off:off + 4 * n].view(np.float32)[:] = a  # offsets are multiples of 4 bytes
+    return Setup({"in": a}, {"out": out}, ["in", "out", np.int32(off), np.int64(n), np.int64(p["dist"])],
+                 rtol=0, dense=False)
+
+
+def _split_store_params(p) -> tuple[int, int]:
+    segments, dist = p["n"] // 32, p["dist"]
+    if p["n"] % 256 or not dist or segments % dist:
+        raise PerfModelError(f"probe.split_store: n = {p['n']} must be a multiple of 256 and its {segments} "
+                             f"32-float segments a multiple of dist = {dist}")
+    if p["offset"] % 4:
+        raise PerfModelError(f"probe.split_store: offset = {p['offset']} bytes must be a multiple of 4")
+    return segments, dist
+
+
+def _split_store_launch(p) -> Launch:
+    segments, dist = _split_store_params(p)
+    return Launch(block=(BLOCK, 1, 1), grid=(p["n"] // BLOCK, 1, 1), params=dict(p),
+                  defs={"g": f"bx*{BLOCK // 32} + tx/32",
+                        "j": f"((g % {dist})*{segments // dist} + g/{dist})*32 + tx%32"})
+
+
+register(KernelCase(
+    name="probe.split_store", study="ceilings", source="probes.cu",
+    defaults={"n": 1 << 26, "offset": 4, "dist": 1},
+    entry=lambda p: "split_store", launch=_split_store_launch,
+    accesses=lambda p: [Access("in load", "global", "j", array="in"),
+                        Access("shifted store", "global", "j", base_bytes=p["offset"], store=True, array="out")],
+    setup=_split_store_setup, compulsory_bytes=lambda p: (4 * p["n"], 4 * p["n"]), model="stream",
+    description="a copy shifted by `offset` bytes whose neighbouring 128-byte segments are stored by warps "
+                "`dist` apart: what a sector written in part costs when another warp completes it later"))
+
+
 def _resident_loads(p, rng, offsets: np.ndarray, size: int, knob: int) -> Setup:
     """A probe whose lane l adds in[offsets[l] + 32*(it % 8)] for it < iters (L1 hits after the
     first touch); `knob` is the kernel's shape argument (stride or distance)."""
