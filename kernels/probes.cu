@@ -184,15 +184,17 @@ extern "C" __global__ void store_lines(float* __restrict__ out, int lines, long 
     }
 }
 
-// A shifted copy whose neighbouring 128-byte segments are stored by warps `dist` apart: warp g
-// (of W = n/32) copies segment s = (g % dist) * (W / dist) + g / dist of `in` to `out` shifted by
-// offset_bytes, so where the offset is not a multiple of 32 the sector two segments share is
-// completed by a warp dist warps later (dist 1: a plain shifted copy). n % 32 == 0, W % dist == 0.
+// A shifted copy whose neighbouring 128-byte segments are stored by warps 2^dist_log2 apart:
+// warp g (of W = n/32) copies segment s = (g mod dist) * (W / dist) + g / dist of `in` to `out`
+// shifted by offset_bytes, so where the offset is not a multiple of 32 the sector two segments
+// share is completed by a warp dist warps later (dist 1: a plain shifted copy). 32-bit index
+// arithmetic with shifts, so the copy stays memory-bound. n % 32 == 0, W % dist == 0, W < 2^31.
 extern "C" __global__ void split_store(const float* __restrict__ in, char* __restrict__ out, int offset_bytes,
-                                       long long n, long long dist) {
-    long long g = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5, W = n >> 5;
+                                       unsigned n, int dist_log2) {
+    unsigned g = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, W = n >> 5;
     if (g >= W) return;
-    long long j = ((g % dist) * (W / dist) + g / dist) * 32 + (threadIdx.x & 31);
+    unsigned s = (g & ((1u << dist_log2) - 1)) * (W >> dist_log2) + (g >> dist_log2);
+    size_t j = (size_t)s * 32 + (threadIdx.x & 31);
     reinterpret_cast<float*>(out + offset_bytes)[j] = in[j];
 }
 

@@ -213,15 +213,15 @@ def _split_store_setup(p, rng) -> Setup:
     a = f32(rng, n)
     out = np.full(n + cdiv(off, 4), np.nan, dtype=np.float32)
     out.view(np.uint8)[off:off + 4 * n].view(np.float32)[:] = a  # offsets are multiples of 4 bytes
-    return Setup({"in": a}, {"out": out}, ["in", "out", np.int32(off), np.int64(n), np.int64(p["dist"])],
-                 rtol=0, dense=False)
+    args = ["in", "out", np.int32(off), np.uint32(n), np.int32(p["dist"].bit_length() - 1)]
+    return Setup({"in": a}, {"out": out}, args, rtol=0, dense=False)
 
 
 def _split_store_params(p) -> tuple[int, int]:
     segments, dist = p["n"] // 32, p["dist"]
-    if p["n"] % 256 or not dist or segments % dist:
-        raise PerfModelError(f"probe.split_store: n = {p['n']} must be a multiple of 256 and its {segments} "
-                             f"32-float segments a multiple of dist = {dist}")
+    if p["n"] % 256 or p["n"] >= 1 << 32 or not dist or dist & (dist - 1) or segments % dist:
+        raise PerfModelError(f"probe.split_store: n = {p['n']} must be a multiple of 256 below 2^32 and its "
+                             f"{segments} 32-float segments a multiple of dist = {dist}, a power of two")
     if p["offset"] % 4:
         raise PerfModelError(f"probe.split_store: offset = {p['offset']} bytes must be a multiple of 4")
     return segments, dist
@@ -242,7 +242,8 @@ register(KernelCase(
                         Access("shifted store", "global", "j", base_bytes=p["offset"], store=True, array="out")],
     setup=_split_store_setup, compulsory_bytes=lambda p: (4 * p["n"], 4 * p["n"]), model="stream",
     description="a copy shifted by `offset` bytes whose neighbouring 128-byte segments are stored by warps "
-                "`dist` apart: what a sector written in part costs when another warp completes it later"))
+                "`dist` (a power of two) apart: what a sector written in part costs when another warp completes "
+                "it later"))
 
 
 def _resident_loads(p, rng, offsets: np.ndarray, size: int, knob: int) -> Setup:
