@@ -177,7 +177,9 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
             per_warp = case.loads_in_flight(p) * (l1.load_bytes / l1.load_requests if l1.load_requests else 0.0)
         else:  # straight-line code: a warp issues all its loads before it waits
             per_warp = warp_loads / max(launch.blocks * launch.warps_per_block, 1)
-        extra = latency_term(ceil, l1, dram, warp_loads, occ.warps_per_sm * dev.sm_count * per_warp)
+        interval = dev.sm_count / ceil.blocks_per_s.value if ceil.blocks_per_s else 0.0
+        extra = latency_term(ceil, l1, dram, warp_loads, occ.warps_per_sm * dev.sm_count * per_warp,
+                             max(waves - 1, 0.0), interval)
     if extra:
         terms.append(extra)
     slowest = max(terms, key=lambda t: t.time_s)

@@ -111,19 +111,24 @@ def streams_past_barriers(ceil: Ceilings, terms: list[Term], in_flight_bytes: fl
 
 
 def latency_term(ceil: Ceilings, l1: L1Traffic, dram: DramEstimate, load_bytes: float,
-                 in_flight_bytes: float) -> Term | None:
+                 in_flight_bytes: float, refills: float = 0.0, block_interval_s: float = 0.0) -> Term | None:
     """Little's law: the DRAM bytes warps load (`load_bytes`) at bytes in flight / DRAM latency, the
     latency that of the loaded chase under a stream with as many bytes in flight and the kernel's
-    share of writes (probe.chase_loaded; the idle chase where that is missing)."""
+    share of writes (probe.chase_loaded; the idle chase where that is missing). Past one wave, each
+    block slot is refilled `refills` times and waits for the SM's next block each time: the block
+    dispatcher hands an SM a block every `block_interval_s`, SMs / its measured rate (probe.blocks; H200: 79 ns;
+    probe.split_store and the 4-byte copy over 62-248 waves ran 12-14 % slower than the loads alone)."""
     if not ceil.latency_dram_s or not l1.load_requests or not in_flight_bytes:
         return None
     moved = dram.read_bytes + dram.write_bytes
     write_share = dram.write_bytes / moved if moved else 0.0
     latency_s = ceil.dram_latency_s(in_flight_bytes, write_share, l1.load_bytes / l1.load_requests)
     rate = in_flight_bytes / latency_s
-    return Term("latency", load_bytes / rate, load_bytes, rate,
+    waits = refills * block_interval_s
+    refill = f" + {refills:.0f} block refills x {block_interval_s * 1e9:.0f} ns" if waits else ""
+    return Term("latency", load_bytes / rate + waits, load_bytes, load_bytes / (load_bytes / rate + waits),
                 f"Little's law: {in_flight_bytes / 2**20:.2f} MiB in flight / {latency_s * 1e9:.0f} ns "
-                f"(DRAM latency under this load: {ceil.loaded_latency_source or 'idle chase'})")
+                f"(DRAM latency under this load: {ceil.loaded_latency_source or 'idle chase'}){refill}")
 
 
 def barrier_rounds_term(ceil: Ceilings, rounds: int, blocks_per_sm: int, exposed_s: float | None) -> Term | None:

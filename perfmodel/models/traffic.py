@@ -101,8 +101,9 @@ def _loop_values(a: Access, launch: Launch) -> tuple[dict[str, np.ndarray], int]
 
 
 def _block_addresser(glob: list[Access], launch: Launch, row_budget: int):
-    """A function of one block giving (array id, byte addresses, element width) of each access in it;
-    None where an access has more rows than the budget. The expressions are bound once."""
+    """A function of one block (x, y, z), or of a (K, 3) array of them, giving (array id, byte
+    addresses, element width) of each access in them; None where an access has more rows than the
+    budget. The expressions are bound once."""
     array_id = {name: i for i, name in enumerate(dict.fromkeys(a.array or a.name for a in glob))}
     prepared = []
     for a in glob:
@@ -111,10 +112,12 @@ def _block_addresser(glob: list[Access], launch: Launch, row_budget: int):
             return None
         prepared.append((array_id[a.array or a.name], _Bound(a, launch), values, n, a.width))
 
-    def addresses(block: tuple[int, int, int]) -> list[tuple[int, np.ndarray, int]]:
+    def addresses(blocks) -> list[tuple[int, np.ndarray, int]]:
+        blocks = np.atleast_2d(np.asarray(blocks))
         touched = []
         for aid, bound, values, n, width in prepared:
-            at = dict(values, **{v: np.full(n, b) for v, b in zip(BLOCK_VARS, block, strict=True)})
+            at = {name: np.tile(v, len(blocks)) for name, v in values.items()}
+            at.update({v: np.repeat(blocks[:, i], n) for i, v in enumerate(BLOCK_VARS)})
             addr = bound.addresses(at).ravel()
             touched.append((aid, addr[addr >= 0], width))
         return touched
@@ -205,46 +208,53 @@ def store_merge_shares(accesses: list[Access], launch: Launch, row_budget: int =
 class WrittenSectors:
     """How the kernel's stores fill what they touch, judged around the middle block."""
 
-    partial: bool  # some sector is left partly unwritten (DRAM read-modify-write past L2)
+    partial_share: float = 0.0  # of a block's written sectors, those left partly unwritten
     per_line: float = 4.0  # sectors written of each 128-byte line written (L2 holds whole lines)
 
+    @property
+    def partial(self) -> bool:  # some sector is left partly unwritten (DRAM read-modify-write past L2)
+        return self.partial_share > 0
 
-def written_sectors(accesses: list[Access], launch: Launch, reach: int = 8,
+
+def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int,
                     row_budget: int = 4_000_000) -> WrittenSectors:
-    """The words that the blocks within `reach` of the middle block (per grid dimension) write into
-    the middle block's lines: fewer than 8 in one of its sectors - a sector written in part - and,
-    where no other block writes into its lines, the sectors it fills per line (lines that other
-    blocks share are taken as completed, as the naive transpose's are by blocks up to 32 rows away).
-    A block may write sectors in part that its neighbours complete (the naive transpose at 32 x 1
-    threads: measured, no read-modify-write)."""
+    """The words that the blocks launched within `reach_blocks` of the middle block (one wave of
+    resident blocks) write into the middle block's lines: the share of its sectors left with fewer
+    than 8 - written in part - and, where no other block writes further sectors of its lines, the
+    sectors it fills per line (lines that other blocks share are taken as completed, as the naive transpose's are by
+    blocks up to 32 rows away). A block may write sectors in part that blocks of its wave complete
+    while L2 holds them (the naive transpose at 32 x 1 threads; probe.split_store: a shifted copy
+    whose partial sectors are completed up to 1024 blocks later reads no more from DRAM; 8192 blocks
+    later, ~8 waves, it read-modify-writes them)."""
     glob = _global(accesses, launch, store=True)
     if not glob:
-        return WrittenSectors(False)
-    middle = tuple(g // 2 for g in launch.grid)
+        return WrittenSectors()
+    gx, gy, gz = launch.grid
+    middle = (gx // 2, gy // 2, gz // 2)
     addresses = _block_addresser(glob, launch, row_budget)
     if addresses is None:
-        return WrittenSectors(False)
+        return WrittenSectors()
     own = _chunk_keys(addresses(middle), 4)
     if not len(own):
-        return WrittenSectors(False)
+        return WrittenSectors()
     lines = np.unique(own // 32)  # 32 words a line (the array id's bits are far above)
-    spans = [range(max(0, m - reach), min(g, m + reach + 1)) for m, g in zip(middle, launch.grid, strict=True)]
-    rows_per_block = max(1, len(own))
-    if rows_per_block * math.prod(len(s) for s in spans) > row_budget:
-        spans = [range(m, m + 1) for m in middle]  # too many rows: the middle block alone
-    words, shared = [], False
-    for bx in spans[0]:
-        for by in spans[1]:
-            for bz in spans[2]:
-                w = _chunk_keys(addresses((bx, by, bz)), 4)
-                w = w[np.isin(w // 32, lines)]
-                shared |= (bx, by, bz) != middle and len(w) > 0
-                words.append(w)
+    m = middle[0] + gx * (middle[1] + gy * middle[2])
+    reach = max(1, min(reach_blocks, row_budget // len(own) // 2))
+    others = np.arange(max(0, m - reach), min(gx * gy * gz, m + reach + 1))
+    others = others[others != m]
+    words = [own]
+    step = max(1, row_budget // (4 * len(own)))
+    for i in range(0, len(others), step):
+        lin = others[i:i + step]
+        w = _chunk_keys(addresses(np.stack([lin % gx, lin // gx % gy, lin // (gx * gy)], axis=1)), 4)
+        words.append(w[np.isin(w // 32, lines)])
     written = np.unique(np.concatenate(words))
     sectors = np.unique(own // 8)
-    in_own = np.isin(written // 8, sectors).sum()
+    inside = np.isin(written // 8, sectors)
+    filled = np.bincount(np.searchsorted(sectors, written[inside] // 8), minlength=len(sectors))
+    shared = not inside.all()  # other blocks write further sectors of its lines
     per_line = 4.0 if shared else len(sectors) / len(lines)
-    return WrittenSectors(bool(in_own < 8 * len(sectors)), per_line)
+    return WrittenSectors(float(np.mean(filled < 8)), per_line)
 
 
 @dataclass(frozen=True)
@@ -340,21 +350,22 @@ class L2Requests:
         return self.write_hit + self.write_fill + self.write_rmw
 
 
-def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, partial: bool,
+def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, partial_share: float,
                 footprint_bytes: float, l2_bytes: int, has_loads: bool) -> L2Requests:
     """Reads: the L2-bound sectors in the loads' own sectors-per-line. Writes: one per (store
     request, line) - or per distinct line of the block's warps at one store, for kernels without
     global loads, whose warps issue their stores together and L1 combines them (H200: 8 warps'
     4-byte stores into 8 full lines, probe.scatter_store). Past `l2_bytes` (one L2 partition where
     L2 has two) the first write to each sector misses; a miss costs a DRAM read first when the
-    kernel writes sectors in part. Measured on the naive transpose: its time steps up past 1024²
-    and by 1984² (30.03 MiB), not at the whole L2 - 1984²-2560² ran 5-13 % slower than the model
-    without fills there, within 7 % with them (reports/h200: transpose)."""
+    kernel writes sectors in part (the share of first writes that do). Measured on the naive
+    transpose: its time steps up past 1024² and by 1984² (30.03 MiB), not at the whole L2 -
+    1984²-2560² ran 5-13 % slower than the model without fills there, within 7 % with them
+    (reports/h200: transpose)."""
     read = l2_read_bytes / SECTOR * (l1.load_lines / l1.load_sectors) if l1.load_sectors else 0.0
     merged = not has_loads and l1.store_block_lines < l1.store_lines
     writes = float(l1.store_block_lines if merged else l1.store_lines)
     misses = min(writes, written_sectors) if footprint_bytes > l2_bytes else 0.0
-    return L2Requests(read, writes - misses, 0.0 if partial else misses, misses if partial else 0.0, merged)
+    return L2Requests(read, writes - misses, misses * (1 - partial_share), misses * partial_share, merged)
 
 
 @dataclass(frozen=True)
@@ -367,7 +378,7 @@ class Traffic:
     requests: L2Requests
     notes: tuple[str, ...]
     rmw_read_bytes: int = 0  # DRAM reads L2 makes for sectors written in part (no warp waits for them)
-    written: WrittenSectors = WrittenSectors(False)  # how the stores fill their sectors and lines
+    written: WrittenSectors = WrittenSectors()  # how the stores fill their sectors and lines
 
 
 def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traffic,
@@ -394,7 +405,7 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     l2_read = min(l2_read, l1.load_sectors * SECTOR) + l1.uncached_load_sectors * SECTOR
     (per_block_stores,) = block_unique_chunks(accesses, launch, store=True)
     written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
-    shape = written_sectors(accesses, launch)
+    shape = written_sectors(accesses, launch, resident_blocks)
     partial = shape.partial
     if closed_form and not partial:  # sectors other blocks complete are first written once
         written = min(written, compulsory[1] / SECTOR)
@@ -405,15 +416,15 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     rmw = 0
     if partial and compulsory[1] > dev.l2_bytes:
         # sectors written only in part and evicted during the kernel reach DRAM as read-modify-write:
-        # the L2 reads each before writing it back (scattered 4-byte stores on the H200); a footprint
-        # that fits in L2 stays there, dirty, past the kernel's end
-        rmw = compulsory[1]
+        # the L2 reads each before writing it back (scattered 4-byte stores on the H200), once for each
+        # block that writes a piece; a footprint that fits in L2 stays there, dirty, past the kernel's end
+        rmw = int(shape.partial_share * written * SECTOR)
         compulsory = (compulsory[0] + rmw, compulsory[1])
         notes.append("partially written sectors: read-modify-write in DRAM")
     dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params, pass_loss)
     notes.append(dram.note)
     near = dev.l2_partition_bytes  # what L2 holds before first writes cost fills
-    req = l2_requests(l1, l2_read, written, partial, sum(compulsory), near, l1.load_requests > 0)
+    req = l2_requests(l1, l2_read, written, shape.partial_share, sum(compulsory), near, l1.load_requests > 0)
     l2_write = l1.store_sectors * SECTOR
     if req.merged:
         notes.append("stores of the block's warps combined per line in L1 (no global loads)")
