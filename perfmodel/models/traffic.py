@@ -412,7 +412,7 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     if not closed_form:
         granules_read = chunks[0] * launch.blocks + shared_chunks[0]  # shared ones once: L2 holds them
         reads = int(granules_read * gran) if not math.isnan(granules_read) else l2_read
-        compulsory = (reads, l1.store_sectors * SECTOR)
+        compulsory = (reads, int(written * SECTOR))  # sectors each block writes (shared ones twice)
     rmw = 0
     if partial and compulsory[1] > dev.l2_bytes:
         # sectors written only in part and evicted during the kernel reach DRAM as read-modify-write:
