@@ -216,16 +216,23 @@ class WrittenSectors:
         return self.partial_share > 0
 
 
+def partial_reach_blocks(dev: DeviceSpec, launch: Launch, moved_bytes: float) -> int:
+    """How many blocks later a write still completes a sector L2 holds in part: while less than half
+    an L2 partition's traffic follows (at the kernel's mean bytes per block; probe.split_store)."""
+    return max(1, int(dev.l2_partition_bytes / 2 * launch.blocks / max(moved_bytes, 1.0)))
+
+
 def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int,
-                    row_budget: int = 4_000_000) -> WrittenSectors:
-    """The words that the blocks launched within `reach_blocks` of the middle block (one wave of
-    resident blocks) write into the middle block's lines: the share of its sectors left with fewer
-    than 8 - written in part - and, where no other block writes further sectors of its lines, the
-    sectors it fills per line (lines that other blocks share are taken as completed, as the naive transpose's are by
-    blocks up to 32 rows away). A block may write sectors in part that blocks of its wave complete
-    while L2 holds them (the naive transpose at 32 x 1 threads; probe.split_store: a shifted copy
-    whose partial sectors are completed up to 1024 blocks later reads no more from DRAM; 8192 blocks
-    later, ~8 waves, it read-modify-writes them)."""
+                    row_budget: int = 2_000_000) -> WrittenSectors:
+    """The words that the blocks launched within `reach_blocks` of the middle block (those whose
+    traffic between is under half an L2 partition) write into the middle block's lines: the share of its
+    sectors left with fewer than 8 - written in part - and, where no other block writes further
+    sectors of its lines, the sectors it fills per line (lines that other blocks share are taken as
+    completed, as the naive transpose's are by blocks up to 32 rows away). A block may write sectors
+    in part that later blocks complete while L2 holds them (the naive transpose at 32 x 1 threads;
+    probe.split_store: a shifted copy whose partial sectors are completed up to 1024 blocks, 2 MiB
+    of traffic, later reads no more from DRAM; 8192 blocks, 16 MiB, later it read-modify-writes a
+    third of them - the model all)."""
     glob = _global(accesses, launch, store=True)
     if not glob:
         return WrittenSectors()
@@ -405,7 +412,8 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     l2_read = min(l2_read, l1.load_sectors * SECTOR) + l1.uncached_load_sectors * SECTOR
     (per_block_stores,) = block_unique_chunks(accesses, launch, store=True)
     written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
-    shape = written_sectors(accesses, launch, resident_blocks)
+    moved = sum(compulsory) if closed_form else l1.load_bytes + l1.store_bytes
+    shape = written_sectors(accesses, launch, partial_reach_blocks(dev, launch, moved))
     partial = shape.partial
     if closed_form and not partial:  # sectors other blocks complete are first written once
         written = min(written, compulsory[1] / SECTOR)
