@@ -121,7 +121,8 @@ def latency_term(ceil: Ceilings, l1: L1Traffic, dram: DramEstimate, load_bytes: 
     if not ceil.latency_dram_s or not l1.load_requests or not in_flight_bytes:
         return None
     moved = dram.read_bytes + dram.write_bytes
-    write_share = dram.write_bytes / moved if moved else 0.0
+    # what the warps do not wait for (writes, read-modify-write reads) loads DRAM as a copy's writes do
+    write_share = max(moved - load_bytes, 0.0) / moved if moved else 0.0
     latency_s = ceil.dram_latency_s(in_flight_bytes, write_share, l1.load_bytes / l1.load_requests)
     rate = in_flight_bytes / latency_s
     waits = refills * block_interval_s
