@@ -22,8 +22,14 @@ REASONS: list[tuple[str, str, str]] = [
                                       "L2 counts between the prediction and the all-combined bound (tested)"),
     ("l2_read_sectors", "", "the L2 slices merge requests for one sector that arrive together: the prediction "
                             "(what the L1s request) is an upper bound"),
-    ("l2_write_sectors", "mem.global_store", "L1 sometimes merges neighbouring warps' partial sectors "
-                                             "(timing-dependent)"),
+    ("l2_write_", "mem.global_store", "L1 sometimes merges neighbouring warps' partial sectors "
+                                      "(timing-dependent: shifted copies 3-7 % fewer requests, none where the "
+                                      "warps are 8 or more apart, probe.split_store)"),
+    ("global_store_tag_wavefronts", "", "a warp's 128-byte store a few bytes off a line spans two neighbouring "
+                                        "lines: 15 tag passes per 14 requests (shifted copies at every size), "
+                                        "the model one - not modelled"),
+    ("dram_", "probe.split_store", "partial sectors completed 16 MiB of traffic later: L2 has lost a third of "
+                                   "them first, the model takes all as read-modify-written"),
     ("dram_", "transpose.naive", "L2 fills from DRAM some sectors it holds no data of that warps write in 4-byte "
                                  "pieces (checks/fills_check.csv); how many is not modelled"),
     ("dram_read_bytes", "matmul.", "B of 20-60 MiB: L2 keeps part of it between the block groups that re-read it - "
@@ -41,15 +47,25 @@ REASONS: list[tuple[str, str, str]] = [
                                    "and dispatch stalls (plans h200_pipes, h200_stalls) - contention, not modelled"),
     ("time_s", "probe.store_lines", "issue-bound integer code, as probe.load_lines"),
     ("time_s", "probe.copy", "copies of a few MiB end with up to ~20 MB of their writes still in L2"),
+    ("time_s", "mem.global_store", "copies of a few MiB end with their writes still in L2 (as probe.copy); "
+                                   "scattered 4-byte stores: the L2 request rates of probe.store_lines"),
+    ("time_s", "probe.split_store", "segments stored out of address order (dist >= 8) run 8-11 % slower than in "
+                                    "order at the same bytes (DRAM locality, not modelled); partial sectors "
+                                    "L2 loses first (dist 65536) add read-modify-writes to a latency-bound copy"),
     ("time_s", "matmul.naive", "A's row pitch 2-5 words past a multiple of 8 (k = 1026-1029): the data stage "
                                "(0.85 of a wavefront per cycle) and the tag stage (0.90) are both near their limit "
                                "and slow each other (h200_stage); the model takes the slower one alone"),
     ("time_s", "matmul.", "partial last waves: the model charges the busiest SM's blocks; blocks alone on an SM "
                           "at the end run at their own latency, neither a full wave nor a share of one"),
-    ("time_s", "transpose.rows", "output rows that do not start on a sector, past the whole L2 (h200_ragged_rows: "
-                                 "3004/3007-float rows -12/-26 %): first writes that leave one sector of a line whole "
-                                 "and another in part ran at ~25 G/s; charging them the read-modify-write rate fixed "
-                                 "these but put held-out stencils and smaller transposes 9-23 % over - not adopted"),
+    ("time_s", "transpose.rows", "output rows that do not start on a sector, past the whole L2 (h200_ragged_rows, "
+                                 "h200_partial: -12 % at half the rows off, -22/-27 % at 3/4 and 7/8): a shifted "
+                                 "copy's partial sectors, completed at once or by blocks 256-1024 later, cost "
+                                 "nothing (h200_split), so not the partial sectors alone; charging them the "
+                                 "read-modify-write rate fixed these but put held-out stencils and smaller "
+                                 "transposes 9-23 % over - not adopted"),
+    ("time_s", "transpose.smem", "TILE 16 (8 blocks per SM, 248 waves): 5-15 % slower than the phase rule; "
+                                 "charging each wave a block refill (as the latency-bound copies) fixes them "
+                                 "but puts TILE 32 7 % further over - not adopted"),
     ("time_s", "stencil.temporal", "issue-bound at 3.1 of 4 warp instructions per cycle (ncu, plan "
                                    "h200_stalls_misses): the integer-pipe contention of the L1-resident probes"),
 ]
