@@ -25,9 +25,6 @@ REASONS: list[tuple[str, str, str]] = [
     ("l2_write_", "mem.global_store", "L1 sometimes merges neighbouring warps' partial sectors "
                                       "(timing-dependent: shifted copies 3-7 % fewer requests, none where the "
                                       "warps are 8 or more apart, probe.split_store)"),
-    ("global_store_tag_wavefronts", "", "a warp's 128-byte store a few bytes off a line spans two neighbouring "
-                                        "lines: 15 tag passes per 14 requests (shifted copies at every size), "
-                                        "the model one - not modelled"),
     ("dram_", "probe.split_store", "partial sectors completed 16 MiB of traffic later: L2 has lost a third of "
                                    "them first, the model takes all as read-modify-written"),
     ("dram_", "transpose.naive", "L2 fills from DRAM some sectors it holds no data of that warps write in 4-byte "
