@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 import numpy as np
 
 from perfmodel.errors import PerfModelError
+from perfmodel.suite.plan import case_id, load_plan
 from perfmodel.suite.registry import get
+
+PLANS = Path(__file__).parent / "plans"
 
 # family -> (draws, size ranges by parameter, discrete choices by parameter)
 FAMILIES: dict[str, tuple[int, dict[str, tuple[int, int]], dict[str, list[int]]]] = {
@@ -67,18 +71,39 @@ def draw(seed: int, only: list[str] | None = None, draws: int | None = None) -> 
     return out
 
 
+def planned_before(plans: Path = PLANS) -> dict[str, str]:
+    """case id -> the plan that already holds it, over every plan in experiments/plans."""
+    seen: dict[str, str] = {}
+    for path in sorted(plans.glob("*.toml")):
+        try:
+            cases = load_plan(path)
+        except Exception:  # noqa: BLE001 - the file this draw is being written to is empty yet
+            continue
+        for c in cases:
+            seen.setdefault(case_id(c.name, c.params), path.stem)
+    return seen
+
+
 def toml(seed: int, only: list[str] | None = None, draws: int | None = None) -> str:
     how = f"--seed {seed}" + (f" --only {' '.join(only)}" if only else "") + (f" --draws {draws}" if draws else "")
     lines = [f"# Held-out cases, drawn by `python experiments/holdout_plan.py {how}` (do not edit by hand):",
              "# shapes no earlier run measured; perfmodel.holdout froze the model's predictions of them before",
              "# they were measured. Timed, profiled and written back like the suite.",
              "ncu_writeback = true", ""]
-    for name, p in draw(seed, only, draws):
+    seen, kept, drawn = planned_before(), 0, draw(seed, only, draws)
+    for name, p in drawn:
         if isinstance(p, str):
             lines += [f"# dropped {name} {p}", ""]
             continue
+        if (cid := case_id(name, p)) in seen:
+            lines += [f"# dropped {cid}: already in plan {seen[cid]}", ""]
+            continue
+        kept += 1
         inline = ", ".join(f"{k} = {v}" for k, v in p.items())
         lines += ["[[case]]", f'name = "{name}"', f"params = {{ {inline} }}", "ncu = true", ""]
+    if drawn and kept < len(drawn) // 2:
+        raise SystemExit(f"seed {seed} draws {len(drawn) - kept} of {len(drawn)} cases that earlier plans hold "
+                         "(a seed used before?): choose another")
     return "\n".join(lines)
 
 

@@ -24,7 +24,7 @@ from ..sass import functions
 from .base import Prediction, Term
 from .issue import warp_instructions
 from .time import IN_SM, OUTSIDE_SM, barrier_rounds_term, latency_term, phase_term, pipe_terms, streams_past_barriers
-from .traffic import below_l1, dirty_at_end, l1_traffic, store_merge_shares
+from .traffic import below_l1, block_invariant, dirty_at_end, l1_traffic, store_merge_shares
 
 __all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
 
@@ -156,8 +156,10 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     issued = warp_instructions(fn, accesses, counts, launch) if fn else None
     ceil = ceilings(dev)
     l1_share = (dev.l1_bytes_per_sm - occ.carveout_bytes) / max(blocks_per_sm, 1)  # L1 cache per resident block
+    varying = sum(c.sectors for a, c in zip(accesses, counts, strict=True) if a.space == "global" and not a.store
+                  and a.l1_cached and not block_invariant(a, launch))
     below = below_l1(dev, accesses, launch, l1, case.compulsory_bytes(p), resident, case.model, p, ceil.l2_loss,
-                     l1_share)
+                     l1_share, varying)
     notes.extend(below.notes)
     dram, req = below.dram, below.requests
 

@@ -155,6 +155,26 @@ def block_unique_chunks(accesses: list[Access], launch: Launch, store: bool, gra
     return tuple(float(v) for v in np.average(totals, axis=0, weights=weights))
 
 
+def block_sent_sectors(accesses: list[Access], launch: Launch, row_budget: int = 1_000_000) -> float:
+    """Mean sectors one block's load requests ask L1 for (each request's distinct sectors), over the
+    same edge classes as `block_unique_chunks`, of the L1-cached loads that differ by block: the
+    sampled blocks' reuse (distinct over sent) scales the exact L1 count, so grids whose interior
+    blocks sit at varying alignments (rows not a multiple of 32 bytes) keep the exact sector count."""
+    total = 0.0
+    classes = edge_classes(launch.grid)
+    weights = sum(w for _, w in classes)
+    for a in _global(accesses, launch, store=False, invariant=False):
+        values, n = _loop_values(a, launch)
+        if n * launch.warps_per_block > row_budget:
+            return float("nan")
+        bound = _Bound(a, launch)
+        for block, weight in classes:
+            at = dict(values, **{v: np.full(n, b) for v, b in zip(BLOCK_VARS, block, strict=True)})
+            rows = bound.addresses(at).reshape(-1, WARP)
+            total += weight * distinct_sorted(sorted_keys(rows >> 5, rows >= 0)).sum()
+    return total / weights
+
+
 def l1_windowed_sectors(accesses: list[Access], launch: Launch, per_block: float, l1_share_bytes: float) -> float:
     """A block's load sectors L2 serves when L1 keeps `l1_share_bytes` of them: reuse across
     iterations of the loads' longest loop counts only within a window of as many iterations as L1
@@ -391,8 +411,9 @@ class Traffic:
 def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traffic,
              compulsory: tuple[int, int], resident_blocks: int, family: str, params: dict[str, int],
              pass_loss: Callable[[float], float | None] = lambda footprint: None,
-             l1_share_bytes: float = math.inf) -> Traffic:
-    """L2 reads: the distinct sectors each block loads (L1 reuse inside a block). Writes: every
+             l1_share_bytes: float = math.inf, varying_sectors: float = 0.0) -> Traffic:
+    """L2 reads: the distinct sectors each block loads (L1 reuse inside a block; `varying_sectors`:
+    the exact L1 sectors of the loads that differ by block, which the sampled reuse scales). Writes: every
     store sector, or per block and line where L1 combines them. DRAM: compulsory bytes (or, with no
     closed form, the distinct DRAM granules read), read-modify-writes for sectors written in part
     past L2's capacity, and the matmul reuse model."""
@@ -402,6 +423,9 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     granules = (SECTOR,) if closed_form else (SECTOR, gran)
     per_block, *chunks = block_unique_chunks(accesses, launch, store=False, granules=granules, invariant=False)
     per_block = l1_windowed_sectors(accesses, launch, per_block, l1_share_bytes)
+    sent = block_sent_sectors(accesses, launch)
+    if varying_sectors and sent > 0 and not math.isnan(per_block):  # the sampled reuse, on the exact count
+        per_block *= varying_sectors / launch.blocks / sent
     # addresses every block shares: each SM's L1 misses on them once, where they fit in L1
     shared, *shared_chunks = block_unique_chunks(accesses, launch, store=False, granules=granules, invariant=True)
     fits = shared * SECTOR <= dev.l1_bytes_per_sm / 2
