@@ -155,24 +155,32 @@ def block_unique_chunks(accesses: list[Access], launch: Launch, store: bool, gra
     return tuple(float(v) for v in np.average(totals, axis=0, weights=weights))
 
 
+def _class_addresses(a: Access, launch: Launch, row_budget: int) -> list[tuple[int, np.ndarray]] | None:
+    """(blocks it stands for, (instructions, warps, 32) byte addresses) of the access in each of the
+    grid's edge-class blocks; None where its rows exceed the budget."""
+    values, n = _loop_values(a, launch)
+    if n * launch.warps_per_block > row_budget:
+        return None
+    bound = _Bound(a, launch)
+    return [(weight, bound.addresses(dict(values, **{v: np.full(n, b) for v, b in zip(BLOCK_VARS, block,
+                                                                                            strict=True)})))
+            for block, weight in edge_classes(launch.grid)]
+
+
 def block_sent_sectors(accesses: list[Access], launch: Launch, row_budget: int = 1_000_000) -> float:
     """Mean sectors one block's load requests ask L1 for (each request's distinct sectors), over the
     same edge classes as `block_unique_chunks`, of the L1-cached loads that differ by block: the
     sampled blocks' reuse (distinct over sent) scales the exact L1 count, so grids whose interior
     blocks sit at varying alignments (rows not a multiple of 32 bytes) keep the exact sector count."""
     total = 0.0
-    classes = edge_classes(launch.grid)
-    weights = sum(w for _, w in classes)
     for a in _global(accesses, launch, store=False, invariant=False):
-        values, n = _loop_values(a, launch)
-        if n * launch.warps_per_block > row_budget:
+        classes = _class_addresses(a, launch, row_budget)
+        if classes is None:
             return float("nan")
-        bound = _Bound(a, launch)
-        for block, weight in classes:
-            at = dict(values, **{v: np.full(n, b) for v, b in zip(BLOCK_VARS, block, strict=True)})
-            rows = bound.addresses(at).reshape(-1, WARP)
+        for weight, addr in classes:
+            rows = addr.reshape(-1, WARP)
             total += weight * distinct_sorted(sorted_keys(rows >> 5, rows >= 0)).sum()
-    return total / weights
+    return total / launch.blocks
 
 
 def l1_windowed_sectors(accesses: list[Access], launch: Launch, per_block: float, l1_share_bytes: float) -> float:
@@ -210,13 +218,8 @@ def store_merge_shares(accesses: list[Access], launch: Launch, row_budget: int =
     sectors and 9-22 % fewer requests than L1 sends, between the two bounds - timing decides)."""
     sent, combined = np.zeros(2), np.zeros(2)
     for a in _global(accesses, launch, store=True):
-        values, n = _loop_values(a, launch)
-        if n < 2 or n * launch.warps_per_block > row_budget:
-            continue
-        bound = _Bound(a, launch)
-        for block, weight in edge_classes(launch.grid):
-            at = dict(values, **{v: np.full(n, b) for v, b in zip(BLOCK_VARS, block, strict=True)})
-            addr = bound.addresses(at)  # (instructions, warps, 32)
+        classes = _class_addresses(a, launch, row_budget) if _loop_values(a, launch)[1] >= 2 else None
+        for weight, addr in classes or []:
             per_warp = addr.transpose(1, 0, 2).reshape(launch.warps_per_block, -1)  # all its instructions
             for i, shift in enumerate((7, 5)):  # lines, sectors
                 for rows, total in ((addr.reshape(-1, WARP), sent), (per_warp, combined)):
