@@ -198,6 +198,19 @@ extern "C" __global__ void split_store(const float* __restrict__ in, char* __res
     reinterpret_cast<float*>(out + offset_bytes)[j] = in[j];
 }
 
+// A copy whose output sectors are written in 4-byte pieces, as a naive transpose's column stores:
+// warp g writes word k = (g / dist) % 8 of 32 sectors (one per lane), so the 8 pieces of a sector
+// come from warps dist apart (dist 1: the 8 warps of one 256-thread block). Each thread first
+// loads in[i] (a kernel with loads: L1 does not combine the block's stores). n % (256 * dist) == 0.
+extern "C" __global__ void piece_store(const float* __restrict__ in, float* __restrict__ out, unsigned n,
+                                       int dist_log2) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned g = i >> 5, d = 1u << dist_log2;
+    unsigned k = (g >> dist_log2) & 7, column = ((g >> (dist_log2 + 3)) << dist_log2) | (g & (d - 1));
+    out[((size_t)column * 32 + (threadIdx.x & 31)) * 8 + k] = in[i];
+}
+
 // L1-resident loads: lane l of every warp reads word l*stride + 32*(it % 8) (stride 0: one word
 // for all lanes), `iters` times; all warps read the same words, so after the first touch every
 // load hits L1. `zero` is 0 at run time (unknown to the compiler: no load is hoisted).

@@ -246,6 +246,37 @@ register(KernelCase(
                 "it later"))
 
 
+def _piece_index(p) -> tuple[str, int]:
+    """(the output word index of thread i, dist) of probe.piece_store, as in kernels/probes.cu."""
+    dist = p["dist"]
+    if p["n"] % (256 * dist) or not dist or dist & (dist - 1) or p["n"] >= 1 << 32:
+        raise PerfModelError(f"probe.piece_store: n = {p['n']} must be a multiple of 256 x dist = {dist} "
+                             "(a power of two) below 2^32")
+    return "((g / (8*d))*d + g % d)*256 + (tx % 32)*8 + (g / d) % 8", dist
+
+
+def _piece_setup(p, rng) -> Setup:
+    a = f32(rng, p["n"])
+    i = np.arange(p["n"])
+    g, d = i // 32, p["dist"]
+    j = ((g // (8 * d)) * d + g % d) * 256 + (i % 32) * 8 + (g // d) % 8
+    out = np.empty(p["n"], dtype=np.float32)
+    out[j] = a
+    return Setup({"in": a}, {"out": out}, ["in", "out", np.uint32(p["n"]), np.int32(d.bit_length() - 1)], rtol=0)
+
+
+register(KernelCase(
+    name="probe.piece_store", study="ceilings", source="probes.cu", defaults={"n": 1 << 26, "dist": 1},
+    entry=lambda p: "piece_store",
+    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(p["n"] // BLOCK, 1, 1), params=dict(p),
+                            defs={"g": f"bx*{BLOCK // 32} + tx/32", "d": str(_piece_index(p)[1])}),
+    accesses=lambda p: [Access("in load", "global", "bx*bdx + tx", array="in"),
+                        Access("4-byte piece store", "global", _piece_index(p)[0], store=True, array="out")],
+    setup=_piece_setup, compulsory_bytes=lambda p: (4 * p["n"], 4 * p["n"]), model="stream",
+    description="a copy whose output sectors are written in 4-byte pieces by 8 warps `dist` apart (a naive "
+                "transpose's column stores, in a stream): what L2 fills of sectors completed in pieces"))
+
+
 def _resident_loads(p, rng, offsets: np.ndarray, size: int, knob: int) -> Setup:
     """A probe whose lane l adds in[offsets[l] + 32*(it % 8)] for it < iters (L1 hits after the
     first touch); `knob` is the kernel's shape argument (stride or distance)."""
