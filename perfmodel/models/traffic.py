@@ -452,8 +452,9 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     if partial and compulsory[1] > dev.l2_bytes:
         # sectors written only in part and evicted during the kernel reach DRAM as read-modify-write:
         # the L2 reads each before writing it back (scattered 4-byte stores on the H200), once for each
-        # block that writes a piece; a footprint that fits in L2 stays there, dirty, past the kernel's end
-        rmw = int(shape.partial_share * written * SECTOR)
+        # block that writes a piece, at most once per sector written (probe.piece_store: 8 pieces a
+        # sector, 72 % of the sectors filled once); a footprint that fits in L2 stays there, dirty
+        rmw = int(min(shape.partial_share * written, compulsory[1] / SECTOR) * SECTOR)
         compulsory = (compulsory[0] + rmw, compulsory[1])
         notes.append("partially written sectors: read-modify-write in DRAM")
     dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params, pass_loss)

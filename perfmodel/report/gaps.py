@@ -27,6 +27,11 @@ REASONS: list[tuple[str, str, str]] = [
                                       "warps are 8 or more apart, probe.split_store)"),
     ("dram_", "probe.split_store", "partial sectors completed 16 MiB of traffic later: L2 has lost a third of "
                                    "them first, the model takes all as read-modify-written"),
+    ("dram_", "probe.piece_store", "pieces completed ~14k blocks later: L2 filled 72 % of the sectors and wrote "
+                                   "them back twice; the model reads each once and writes once"),
+    ("l2_write_", "probe.piece_store", "the 8 warps of a block writing word k of the same 32 sectors after one "
+                                       "load each: L1 combined 58-66 % of the (store, line) pairs - the naive "
+                                       "transpose's are not; not modelled (the prediction is the upper bound)"),
     ("dram_", "transpose.naive", "L2 fills from DRAM some sectors it holds no data of that warps write in 4-byte "
                                  "pieces (checks/fills_check.csv); how many is not modelled"),
     ("dram_read_bytes", "matmul.", "B of 20-60 MiB: L2 keeps part of it between the block groups that re-read it - "
@@ -46,6 +51,10 @@ REASONS: list[tuple[str, str, str]] = [
     ("time_s", "probe.copy", "copies of a few MiB end with up to ~20 MB of their writes still in L2"),
     ("time_s", "mem.global_store", "copies of a few MiB end with their writes still in L2 (as probe.copy); "
                                    "scattered 4-byte stores: the L2 request rates of probe.store_lines"),
+    ("time_s", "probe.piece_store", "(store, line) pairs carrying four sectors written in part ran at ~30 G/s, "
+                                    "where the model charges one-sector rates (73 G/s held, 42 G/s fill): -36..-39 %; "
+                                    "at dist 1 L1 combined them first: +28..+39 % - the L2 write path's cost per "
+                                    "sector is not modelled"),
     ("time_s", "probe.split_store", "segments stored out of address order (dist >= 8) run 8-11 % slower than in "
                                     "order at the same bytes (DRAM locality, not modelled); partial sectors "
                                     "L2 loses first (dist 65536) add read-modify-writes to a latency-bound copy"),
