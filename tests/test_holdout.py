@@ -34,8 +34,9 @@ def test_predictions_were_frozen_before_the_run_measured_them(held):
 
 def test_held_out_accuracy(held):
     """The frozen predictions against the held-out runs (H200): time MAPE under 10 % (the issue's
-    target; 6.5, 5.8, 7.4, 4.2, 5.5, 4.8, 4.4, 4.9 and 3.8 % measured), within 10 % for most, occupancy exact, L1 counts
-    within 5 % but for three rows - and at most two cases past 25 % a set, which the report names."""
+    target; 6.5, 5.8, 7.4, 4.2, 5.5, 4.8, 4.4, 4.9, 3.8, 4.2 (set 3 repeated) and 3.3 % measured),
+    within 10 % for most, occupancy exact, L1 counts within 5 % but for three rows - and at most two
+    cases past 25 % a set, which the report names."""
     name, _, _, t = held
     time = t[t.kind == "time"]
     assert len(time) >= 20

@@ -156,9 +156,9 @@ def _written(name, **p):
     case = get(name)
     p = case.bind(**p)
     launch = case.launch(p)
-    pred = perfmodel.predict(name, **p)  # moved bytes as the model takes them: compulsory, else L1's
-    moved = sum(case.compulsory_bytes(p)) or pred.global_load_bytes + pred.global_store_bytes
-    reach = partial_reach_blocks(perfmodel.device("h200"), launch, moved)
+    pred = perfmodel.predict(name, **p)
+    reach = partial_reach_blocks(perfmodel.device("h200"), launch, case.compulsory_bytes(p),
+                                 pred.global_load_bytes + pred.global_store_bytes)
     return written_sectors(case.accesses(p), launch, reach)
 
 

@@ -127,7 +127,8 @@ def latency_term(ceil: Ceilings, l1: L1Traffic, dram: DramEstimate, load_bytes: 
     rate = in_flight_bytes / latency_s
     waits = refills * block_interval_s
     refill = f" + {refills:.0f} block refills x {block_interval_s * 1e9:.0f} ns" if waits else ""
-    return Term("latency", load_bytes / rate + waits, load_bytes, load_bytes / (load_bytes / rate + waits),
+    total_s = load_bytes / rate + waits
+    return Term("latency", total_s, load_bytes, load_bytes / total_s if total_s else rate,
                 f"Little's law: {in_flight_bytes / 2**20:.2f} MiB in flight / {latency_s * 1e9:.0f} ns "
                 f"(DRAM latency under this load: {ceil.loaded_latency_source or 'idle chase'}){refill}")
 

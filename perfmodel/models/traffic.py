@@ -239,10 +239,12 @@ class WrittenSectors:
         return self.partial_share > 0
 
 
-def partial_reach_blocks(dev: DeviceSpec, launch: Launch, moved_bytes: float) -> int:
+def partial_reach_blocks(dev: DeviceSpec, launch: Launch, compulsory: tuple[int, int], l1_bytes: float) -> int:
     """How many blocks later a write still completes a sector L2 holds in part: while less than half
-    an L2 partition's traffic follows (at the kernel's mean bytes per block; probe.split_store)."""
-    return max(1, int(dev.l2_partition_bytes / 2 * launch.blocks / max(moved_bytes, 1.0)))
+    an L2 partition's traffic follows (at the kernel's mean bytes per block - its compulsory bytes, or
+    what its warps load and store where it has no closed form; probe.split_store)."""
+    moved = sum(compulsory) or l1_bytes
+    return max(1, int(dev.l2_partition_bytes / 2 * launch.blocks / max(moved, 1.0)))
 
 
 def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int,
@@ -426,9 +428,8 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     granules = (SECTOR,) if closed_form else (SECTOR, gran)
     per_block, *chunks = block_unique_chunks(accesses, launch, store=False, granules=granules, invariant=False)
     per_block = l1_windowed_sectors(accesses, launch, per_block, l1_share_bytes)
-    sent = block_sent_sectors(accesses, launch)
-    if varying_sectors and sent > 0 and not math.isnan(per_block):  # the sampled reuse, on the exact count
-        per_block *= varying_sectors / launch.blocks / sent
+    if varying_sectors and not math.isnan(per_block) and (sent := block_sent_sectors(accesses, launch)) > 0:
+        per_block *= varying_sectors / launch.blocks / sent  # the sampled reuse, on the exact count
     # addresses every block shares: each SM's L1 misses on them once, where they fit in L1
     shared, *shared_chunks = block_unique_chunks(accesses, launch, store=False, granules=granules, invariant=True)
     fits = shared * SECTOR <= dev.l1_bytes_per_sm / 2
@@ -439,8 +440,8 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     l2_read = min(l2_read, l1.load_sectors * SECTOR) + l1.uncached_load_sectors * SECTOR
     (per_block_stores,) = block_unique_chunks(accesses, launch, store=True)
     written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
-    moved = sum(compulsory) if closed_form else l1.load_bytes + l1.store_bytes
-    shape = written_sectors(accesses, launch, partial_reach_blocks(dev, launch, moved))
+    shape = written_sectors(accesses, launch,
+                            partial_reach_blocks(dev, launch, compulsory, l1.load_bytes + l1.store_bytes))
     partial = shape.partial
     if closed_form and not partial:  # sectors other blocks complete are first written once
         written = min(written, compulsory[1] / SECTOR)

@@ -441,8 +441,8 @@ def _partial_sectors(table: pd.DataFrame, folder: Path, page: Page) -> str:
             folder / "transpose_ragged_rows.png", "Padded row transpose 3000-3008 x 8556 (98 MiB each way)",
             "share of output rows that start off a sector", "time (µs)")))
     split = table[table.case.eq("probe.split_store") & table.kind.eq("time")].copy()
-    split = split[_p(split, "n") == split.pipe(_p, "n").max()] if len(split) else split
     if len(split):
+        split = split[_p(split, "n") == _p(split, "n").max()]
         split["dist"], split["offset"] = _p(split, "dist"), _p(split, "offset")
         split["measured_us"], split["predicted_us"] = 1e6 * split.measured, 1e6 * split.predicted
         page.figures.append(("shifted copies", figures.lines(

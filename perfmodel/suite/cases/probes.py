@@ -208,27 +208,31 @@ register(KernelCase(
                 "the L2's rate for partially written lines, L2-resident or not"))
 
 
+def _dist_log2(name: str, p, unit: int) -> int:
+    """log2 of a probe's writer distance `dist`, a power of two, where n (below 2^32) is a multiple of
+    256 and of `unit` x dist; a PerfModelError naming the violated limit otherwise."""
+    n, dist = p["n"], p["dist"]
+    step = max(256, unit * dist)
+    if not dist or dist & (dist - 1) or n >= 1 << 32 or n % step:
+        raise PerfModelError(f"{name}: dist = {dist} must be a power of two and n = {n} a multiple of "
+                             f"max(256, {unit} x dist) = {step} below 2^32")
+    return dist.bit_length() - 1
+
+
 def _split_store_setup(p, rng) -> Setup:
     n, off = p["n"], p["offset"]
     a = f32(rng, n)
     out = np.full(n + cdiv(off, 4), np.nan, dtype=np.float32)
     out.view(np.uint8)[off:off + 4 * n].view(np.float32)[:] = a  # offsets are multiples of 4 bytes
-    args = ["in", "out", np.int32(off), np.uint32(n), np.int32(p["dist"].bit_length() - 1)]
+    args = ["in", "out", np.int32(off), np.uint32(n), np.int32(_dist_log2("probe.split_store", p, 32))]
     return Setup({"in": a}, {"out": out}, args, rtol=0, dense=False)
 
 
-def _split_store_params(p) -> tuple[int, int]:
-    segments, dist = p["n"] // 32, p["dist"]
-    if p["n"] % 256 or p["n"] >= 1 << 32 or not dist or dist & (dist - 1) or segments % dist:
-        raise PerfModelError(f"probe.split_store: n = {p['n']} must be a multiple of 256 below 2^32 and its "
-                             f"{segments} 32-float segments a multiple of dist = {dist}, a power of two")
+def _split_store_launch(p) -> Launch:
+    _dist_log2("probe.split_store", p, 32)  # W = n / 32 segments, a multiple of dist
     if p["offset"] % 4:
         raise PerfModelError(f"probe.split_store: offset = {p['offset']} bytes must be a multiple of 4")
-    return segments, dist
-
-
-def _split_store_launch(p) -> Launch:
-    segments, dist = _split_store_params(p)
+    segments, dist = p["n"] // 32, p["dist"]
     return Launch(block=(BLOCK, 1, 1), grid=(p["n"] // BLOCK, 1, 1), params=dict(p),
                   defs={"g": f"bx*{BLOCK // 32} + tx/32",
                         "j": f"((g % {dist})*{segments // dist} + g/{dist})*32 + tx%32"})
@@ -246,15 +250,6 @@ register(KernelCase(
                 "it later"))
 
 
-def _piece_index(p) -> tuple[str, int]:
-    """(the output word index of thread i, dist) of probe.piece_store, as in kernels/probes.cu."""
-    dist = p["dist"]
-    if p["n"] % (256 * dist) or not dist or dist & (dist - 1) or p["n"] >= 1 << 32:
-        raise PerfModelError(f"probe.piece_store: n = {p['n']} must be a multiple of 256 x dist = {dist} "
-                             "(a power of two) below 2^32")
-    return "((g / (8*d))*d + g % d)*256 + (tx % 32)*8 + (g / d) % 8", dist
-
-
 def _piece_setup(p, rng) -> Setup:
     a = f32(rng, p["n"])
     i = np.arange(p["n"])
@@ -262,16 +257,24 @@ def _piece_setup(p, rng) -> Setup:
     j = ((g // (8 * d)) * d + g % d) * 256 + (i % 32) * 8 + (g // d) % 8
     out = np.empty(p["n"], dtype=np.float32)
     out[j] = a
-    return Setup({"in": a}, {"out": out}, ["in", "out", np.uint32(p["n"]), np.int32(d.bit_length() - 1)], rtol=0)
+    args = ["in", "out", np.uint32(p["n"]), np.int32(_dist_log2("probe.piece_store", p, 256))]
+    return Setup({"in": a}, {"out": out}, args, rtol=0)
+
+
+def _piece_launch(p) -> Launch:
+    """Warp g writes word (g / dist) % 8 of 32 sectors, as in kernels/probes.cu."""
+    _dist_log2("probe.piece_store", p, 256)
+    d = p["dist"]
+    return Launch(block=(BLOCK, 1, 1), grid=(p["n"] // BLOCK, 1, 1), params=dict(p),
+                  defs={"g": f"bx*{BLOCK // 32} + tx/32",
+                        "j": f"((g / {8 * d})*{d} + g % {d})*256 + (tx % 32)*8 + (g / {d}) % 8"})
 
 
 register(KernelCase(
     name="probe.piece_store", study="ceilings", source="probes.cu", defaults={"n": 1 << 26, "dist": 1},
-    entry=lambda p: "piece_store",
-    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(p["n"] // BLOCK, 1, 1), params=dict(p),
-                            defs={"g": f"bx*{BLOCK // 32} + tx/32", "d": str(_piece_index(p)[1])}),
+    entry=lambda p: "piece_store", launch=_piece_launch,
     accesses=lambda p: [Access("in load", "global", "bx*bdx + tx", array="in"),
-                        Access("4-byte piece store", "global", _piece_index(p)[0], store=True, array="out")],
+                        Access("4-byte piece store", "global", "j", store=True, array="out")],
     setup=_piece_setup, compulsory_bytes=lambda p: (4 * p["n"], 4 * p["n"]), model="stream",
     description="a copy whose output sectors are written in 4-byte pieces by 8 warps `dist` apart (a naive "
                 "transpose's column stores, in a stream): what L2 fills of sectors completed in pieces"))
