@@ -91,6 +91,7 @@ STALL_METRICS = [f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio"
 # reads crossing between the two L2 partitions, and the L2's own lookups of them (plan h200_b_band)
 PARTITION_METRICS = [f"lts__t_sectors_srcunit_ltcfabric_op_read{s}.sum" for s in ("", "_lookup_hit", "_lookup_miss")]
 PARTITION_METRICS += ["lts__t_sectors_srcunit_ltcfabric.sum", "lts__t_sectors_srcnode_gpc_op_read.sum"]
+BREAKDOWN = "breakdown:"  # a plan's `breakdown:<unit>__throughput...`: ncu reports the sub-units' percentages
 KEPT = frozenset(METRICS + DETAIL_METRICS + PIPE_METRICS + STALL_METRICS + PARTITION_METRICS)  # what parse() records
 
 # DRAM writes a kernel causes, dirty lines left in L2 included: profiled without ncu's cache control,
@@ -140,7 +141,7 @@ def available_metrics(metrics: list[str]) -> list[str]:
     known = {line.split(",")[0].strip('"') for line in out.splitlines()[1:]}
     if len(known) < 50:
         return metrics
-    return [m for m in metrics if m.split(".")[0] in known]
+    return [m for m in metrics if m.startswith(BREAKDOWN) or m.split(".")[0] in known]
 
 
 def run_ncu(plan: str, select: str, workdir: Path, metrics: list[str], timeout_s: int = 900) -> Path:
@@ -187,7 +188,7 @@ def parse(raw: Path, manifest: Path) -> list[Measurement]:
             rows.append(Measurement(info["study"], info["case"], info["case_id"], params_json(info["params"]),
                                     "flush_sink_bytes", "B", "value", 0.0, WRITEBACK_SOURCE))
         for metric in df.columns:
-            if metric not in KEPT:
+            if metric not in KEPT and "pct_of_peak" not in metric:  # breakdowns' sub-unit percentages
                 continue
             value = pd.to_numeric(str(rec[metric]).replace(",", ""), errors="coerce")
             if pd.isna(value):
