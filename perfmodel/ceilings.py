@@ -42,6 +42,7 @@ class Ceilings:
     l2_write_requests_per_s: Ceiling | None = None  # (store, line) requests that hit in L2
     l2_write_fill_requests_per_s: Ceiling | None = None  # ... that allocate whole sectors missing in L2
     l2_write_rmw_requests_per_s: Ceiling | None = None  # ... that miss with sectors written in part
+    l2_input_per_s: Ceiling | None = None  # crossbar transfers into the L2 slices (traffic.l2_input_units)
     blocks_per_s: Ceiling | None = None  # thread blocks launched and retired
     # probe.barrier_rounds: one load -> barrier -> compute -> barrier round, one block per SM, without
     # a multiply-add chain and with one of ROUND_CHAIN_FMAS (tiled matmul's at TILE 32)
@@ -216,6 +217,20 @@ def _round_slope(data, times, case: str, what: str, **match: int) -> Ceiling | N
     return Ceiling(f"load-barrier round, {what}", per_round, "s", f"measured: slope {c0} -> {c1}", (c0, c1))
 
 
+def _l2_input_rate(dev: DeviceSpec):
+    """probe.store_lines inside L2: its crossbar transfers (counted as the model counts them) per second."""
+    def pick(c, p, t):
+        if p["footprint_lines"] * 128 > dev.l2_bytes:
+            return None
+        from .memory import analyse
+        from .models.traffic import l1_traffic, l2_input_units
+
+        launch, accesses = c.launch(p), c.accesses(p)
+        l1 = l1_traffic(accesses, [analyse(a, launch) for a in accesses])
+        return l2_input_units(l1, 0.0, not l1.load_requests and l1.store_block_lines < l1.store_lines) / t
+    return pick
+
+
 def _case_ids(df, case: str) -> list[str]:
     return sorted(set(df[df.case == case].case_id))
 
@@ -309,6 +324,9 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
                                                             "(DRAM read-modify-write)")):
             if (m := measured("probe.store_lines", store_requests(lines, resident))):
                 extra[key] = Ceiling(what, m[0], "1/s", f"measured: {m[1]}")
+        if (m := measured("probe.store_lines", _l2_input_rate(dev))):
+            extra["l2_input_per_s"] = Ceiling("crossbar transfers into L2 (a sector, a byte mask, a read request)",
+                                              m[0], "1/s", f"measured: {m[1]}")
         if (startup := _stream_startup(data, times, launch_s)):
             extra["stream_startup_s"] = startup
         if (dirty := _dirty_at_end(data)):

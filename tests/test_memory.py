@@ -30,6 +30,20 @@ def test_float4_loads_move_512_bytes_in_16_sectors():
     assert (g.sectors, g.lines, g.efficiency) == (16, 4, 1.0)
 
 
+@pytest.mark.parametrize("addresses, masked", [
+    (np.arange(32) * 4, 0),  # one whole line
+    (np.arange(32) * 4 + 4, 2),  # shifted 4 bytes: a sector in part at each end, in two lines
+    (np.arange(32) * 32, 8),  # a word into each of 32 sectors: every one of the 8 lines
+    (np.where(np.arange(32) < 8, np.arange(32) * 4, -1), 0),  # one whole sector
+    (np.where(np.arange(32) < 4, np.arange(32) * 4, -1), 1),  # half a sector
+    (np.zeros(32, dtype=int), 1),  # 32 lanes, one word
+])
+def test_stores_count_lines_written_in_part(addresses, masked):
+    g = global_access(addresses[None, :], 4, store=True)
+    assert int(g.masked_lines_per_row[0]) == masked
+    assert global_access(addresses[None, :], 4).masked_lines_per_row is None  # loads carry no byte mask
+
+
 def test_misaligned_start_costs_one_more_sector():
     assert global_access(4 + LANE * 4, 4).sectors == 5
 

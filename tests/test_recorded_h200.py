@@ -404,6 +404,42 @@ def test_l2_write_requests(comparison):
     assert len(merged) >= 1 and merged.rel_error.abs().max() < 0.05, describe(merged)
 
 
+XBAR = "lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed"
+
+
+def test_l2_input_transfers_follow_the_crossbar_counter(recorded):
+    """What the crossbar carries into L2 (traffic.l2_input_units: a transfer per written sector, one
+    more per (request, line) writing a sector in part, one per read request): ncu's busy share of
+    that port x the kernel's duration is proportional to it, one rate within 4 % over every profiled
+    kernel that stores (h200_l2_units: L2-resident and streaming 4- and 32-byte stores, whole lines,
+    aligned and shifted copies, the naive and tiled transposes, probe.piece_store 256 warps apart,
+    whose 4-sector masked lines hold the port at 94 % while L2's tag stage idles at 38 %). Where L1
+    combined the block's stores (piece_store, dist 1) L2 gets far fewer than the model counts."""
+    from perfmodel.models.traffic import l2_input_units  # noqa: F401  (the formula the term uses)
+
+    n = recorded[(recorded.source == "ncu") & recorded.metric.isin([XBAR, "gpu__time_duration.sum",
+                                                                   "lts__t_sectors_srcunit_tex_op_write.sum"])]
+    w = n.pivot_table(index="case_id", columns="metric", values="value", aggfunc="median").dropna()
+    params = n.drop_duplicates("case_id").set_index("case_id").params
+    rate, combined = {}, {}
+    for cid, r in w.iterrows():
+        case = cid.split("[")[0]
+        pred = perfmodel.predict(case, "h200", **json.loads(params[cid]))
+        units = next(t.work for t in pred.breakdown if t.name == "l2_input")
+        per_s = units / (r[XBAR] / 100 * r["gpu__time_duration.sum"] * 1e-9)
+        if pred.global_store_sectors < units / 2:
+            continue  # read streams: a read request costs the port ~0.4 transfers there
+        if r["lts__t_sectors_srcunit_tex_op_write.sum"] < 0.9 * pred.global_store_sectors:
+            combined[cid] = per_s
+        else:
+            rate[cid] = per_s
+    rate = pd.Series(rate)
+    assert len(rate) >= 10, rate
+    off = rate / rate.median() - 1
+    assert off.abs().max() < 0.04, off.sort_values()
+    assert len(combined) >= 1 and all(v > 2 * rate.median() for v in combined.values()), combined
+
+
 def test_l2_read_requests_are_an_upper_bound(comparison):
     t = comparison[comparison.metric == "l2_read_requests"]
     streaming = t[t.study.isin(["transpose", "coalescing"]) | t.case.isin(["probe.copy", "probe.read"])]
@@ -456,14 +492,15 @@ def test_time_accuracy(comparison):
     # which a shifted copy does at full speed - a found gap), and by the shifted copy whose partial
     # sectors are completed ~8 waves later (h200_split: read-modify-writes on top of a latency-bound
     # stream, 42 % slower than the model's slowest pipe)
-    # - and by probe.piece_store, sectors written in eight 4-byte pieces: its (store, line) pairs carry
-    # four partial sectors each and ran at ~30 G/s where the model charges the one-sector rates (-36..-39 %),
-    # or L1 combined them (dist 1: +28..+39 %) - a found gap in the L2 write-request rate
+    # - and by probe.piece_store with the 8 writers of a sector in one block (dist 1): L1 combined
+    # 58-66 % of their stores though each thread loads first (the naive transpose's are not combined),
+    # and the model charges the crossbar for all of them (+119..+126 %); with the writers in other
+    # blocks the crossbar term predicts it within 5 % (test_l2_input_transfers_follow_the_crossbar)
     ragged = worse.case.eq("transpose.rows") & worse.params.map(lambda s: json.loads(s).get("rows", 0) % 8 != 0)
     late = worse.case.eq("probe.split_store") & worse.params.map(lambda s: json.loads(s).get("dist", 0) > 8192)
-    pieces = worse.case.eq("probe.piece_store")
-    assert (ragged | late | pieces).all() and (worse[ragged | late].rel_error > -0.35).all(), describe(worse)
-    assert (worse[pieces].rel_error.abs() < 0.4).all() and (~pieces).sum() <= 3, describe(worse)
+    combined = worse.case.eq("probe.piece_store") & worse.params.map(lambda s: json.loads(s).get("dist") == 1)
+    assert (ragged | late | combined).all() and (worse[ragged | late].rel_error > -0.35).all(), describe(worse)
+    assert (worse[combined].rel_error.between(0, 1.4)).all() and (~combined).sum() <= 3, describe(worse)
     temporal = t[t.case == "stencil.temporal"]
     assert temporal.rel_error.abs().max() <= 0.15, describe(temporal)
     scattered = t[t.case.isin(["transpose.naive", "mem.global_store", "probe.scatter_store"])]

@@ -69,6 +69,7 @@ class GlobalAccess:
     lines_per_row: np.ndarray | None = None
     active_per_row: np.ndarray | None = None
     tag_passes_per_row: np.ndarray | None = None
+    masked_lines_per_row: np.ndarray | None = None  # stores: lines with a sector written in part
 
     @property
     def bytes_moved(self) -> int:
@@ -94,6 +95,24 @@ class GlobalAccess:
                 f"{self.bytes_moved} B moved)")
 
 
+def masked_lines(addresses: np.ndarray, active: np.ndarray, width: int) -> np.ndarray:
+    """Per row, the 128-byte lines in which the row writes some 32-byte sector only in part: L2
+    takes such a write with its byte mask, one more transfer on the crossbar's way into the slice
+    (ncu on the H200, plan h200_l2_units). Repeated addresses count once."""
+    s = sorted_keys(addresses, active)
+    live = s != INACTIVE
+    new = live.copy()
+    new[:, 1:] &= s[:, 1:] != s[:, :-1]
+    sector = np.where(live, s >> 5, INACTIVE)
+    last = live.copy()  # the last address of each sector in the row
+    last[:, :-1] &= sector[:, :-1] != sector[:, 1:]
+    filled = np.cumsum(new * width, axis=1)
+    before = np.maximum.accumulate(np.concatenate([np.zeros((len(s), 1), np.int64),
+                                                   np.where(last, filled, 0)[:, :-1]], axis=1), axis=1)
+    part = last & (filled - before < SECTOR_BYTES)
+    return distinct_sorted(np.sort(np.where(part, sector >> 2, INACTIVE), axis=1))
+
+
 def global_access(addresses: object, width: int, store: bool = False) -> GlobalAccess:
     """Count requests (one per warp instruction with an active lane), sectors and lines."""
     a, active = as_rows(addresses, width)
@@ -105,4 +124,5 @@ def global_access(addresses: object, width: int, store: bool = False) -> GlobalA
     return GlobalAccess(width_bytes=width, store=store, requests=int(np.count_nonzero(n_active)),
                         sectors=int(sectors.sum()), lines=int(lines.sum()),
                         bytes_requested=int(n_active.sum()) * width, sectors_per_row=sectors,
-                        lines_per_row=lines, active_per_row=n_active, tag_passes_per_row=tag_passes(by_sector))
+                        lines_per_row=lines, active_per_row=n_active, tag_passes_per_row=tag_passes(by_sector),
+                        masked_lines_per_row=masked_lines(a, active, width) if store else None)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import AccessError
 from .banks import shared_access
-from .coalescing import global_access
+from .coalescing import global_access, masked_lines
 from .expr import Expr, substitute
 from .lanes import WARP, distinct_sorted, line_keys, sorted_keys
 
@@ -94,6 +94,8 @@ class AccessCount:
     tag_wavefronts: int = 0  # global: L1 tag-stage passes (expected: 4 tag banks, hashed)
     block_lines: int = 0  # global stores: distinct lines of all the block's warps at one instruction
     block_sectors: int = 0  # ... and their distinct sectors
+    masked_lines: int = 0  # global stores: (request, line) pairs writing some sector in part
+    block_masked_lines: int = 0  # ... of the block's warps at one instruction, taken together
     max_ways: int = 0
     sampled_fraction: float = 1.0  # < 1: estimated from a uniform sample of the rows
 
@@ -285,7 +287,7 @@ def analyse(access: Access, launch: Launch, row_budget: int = 20_000,
     weight *= rest / fraction
     chunk = max(262_144 // warps, 1)
     n_rows = len(weight)
-    totals = np.zeros(9)
+    totals = np.zeros(11)
     max_ways = 0
     for start in range(0, n_rows, chunk):
         part = {k: v[start:start + chunk] for k, v in values.items()}
@@ -297,20 +299,22 @@ def analyse(access: Access, launch: Launch, row_budget: int = 20_000,
             by_sector = sorted_keys(blk >> 5, blk >= 0)
             totals[7] += weight[start:start + chunk] @ distinct_sorted(line_keys(by_sector))
             totals[8] += weight[start:start + chunk] @ distinct_sorted(by_sector)
+            totals[10] += weight[start:start + chunk] @ masked_lines(blk, blk >= 0, access.width)
         if access.space == "global":
             g = global_access(rows, access.width, access.store)
             data = shared_access(rows, access.width, access.store)  # L1's data banks, as for shared
             totals += (w @ (g.active_per_row > 0), w @ g.sectors_per_row, w @ g.lines_per_row,
                        w @ g.active_per_row * access.width, w @ data.wavefronts_per_row, 0,
-                       w @ g.tag_passes_per_row, 0, 0)
+                       w @ g.tag_passes_per_row, 0, 0, w @ g.masked_lines_per_row if access.store else 0, 0)
         else:
             sh = shared_access(rows, access.width, access.store)
             active = (rows >= 0).any(axis=1)
-            totals += (w @ active, 0, 0, 0, w @ sh.wavefronts_per_row, w @ sh.ideal_per_row, 0, 0, 0)
+            totals += (w @ active, 0, 0, 0, w @ sh.wavefronts_per_row, w @ sh.ideal_per_row, 0, 0, 0, 0, 0)
             max_ways = max(max_ways, sh.max_ways)
     t = [round(v) for v in totals]
     return AccessCount(name=access.name, space=access.space, store=access.store,
                        width_bytes=access.width, requests=t[0], sectors=t[1], lines=t[2],
                        bytes_requested=t[3], wavefronts=t[4], ideal_wavefronts=t[5],
-                       tag_wavefronts=t[6], block_lines=t[7], block_sectors=t[8],
+                       tag_wavefronts=t[6], block_lines=t[7], block_sectors=t[8], masked_lines=t[9],
+                       block_masked_lines=t[10],
                        max_ways=max_ways, sampled_fraction=fraction)

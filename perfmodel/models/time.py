@@ -10,10 +10,11 @@ from ..devices import DeviceSpec
 from ..occupancy import Occupancy
 from .base import Term
 from .issue import Instructions
-from .traffic import DramEstimate, L1Traffic, L2Requests
+from .traffic import DramEstimate, L1Traffic, L2Requests, l2_input_units
 
 IN_SM = ("fp32", "fp64", "l1", "l1_tag", "issue")  # pipes inside the SM: bound per wave of resident blocks
-OUTSIDE_SM = ("dram", "latency", "l2", "l2_requests", "blocks")  # bounds that stream through the memory system
+# bounds that stream through the memory system
+OUTSIDE_SM = ("dram", "latency", "l2", "l2_requests", "l2_input", "blocks")
 
 
 def hidden_behind_others(blocks_per_sm: int) -> float:
@@ -64,6 +65,11 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_read_bytes: fl
                           f"{req.read:.3g} reads + {req.write_hit:.3g} writes at {hit.value / 1e9:.0f} G/s, "
                           f"{req.write_fill:.3g} sector fills at {fill.value / 1e9:.0f} G/s, {req.write_rmw:.3g} "
                           f"read-modify-writes at {rmw.value / 1e9:.0f} G/s (probe.store_lines)"))
+    if ceil.l2_input_per_s and (units := l2_input_units(l1, req.read, req.merged)):
+        r = ceil.l2_input_per_s.value
+        terms.append(Term("l2_input", units / r, units, r,
+                          f"crossbar into L2: {units:.3g} transfers (written sectors, byte-masked lines, read "
+                          f"requests) at {r / 1e9:.0f} G/s ({ceil.l2_input_per_s.source})"))
     if ceil.blocks_per_s:
         r = ceil.blocks_per_s.value
         terms.append(Term("blocks", blocks / r, blocks, r, f"block launch: {ceil.blocks_per_s.source}"))

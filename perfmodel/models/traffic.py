@@ -43,6 +43,8 @@ class L1Traffic:
     store_lines: int = 0
     store_block_lines: int = 0  # distinct lines of a block's warps at one store instruction
     store_block_sectors: int = 0
+    store_masked_lines: int = 0  # (request, line) pairs writing some sector in part (a byte mask)
+    store_block_masked_lines: int = 0  # ... with a block's warps at one store instruction combined
     global_load_wavefronts: int = 0  # L1 data stage (bank model)
     global_store_wavefronts: int = 0
     load_tag_wavefronts: int = 0  # L1 tag stage
@@ -63,6 +65,8 @@ def l1_traffic(accesses: list[Access], counts: list[AccessCount]) -> L1Traffic:
             t[f"{k}_tag_wavefronts"] += c.tag_wavefronts
             t["store_block_lines"] += c.block_lines
             t["store_block_sectors"] += c.block_sectors
+            t["store_masked_lines"] += c.masked_lines
+            t["store_block_masked_lines"] += c.block_masked_lines
             if not a.l1_cached and not a.store:
                 t["uncached_load_sectors"] += c.sectors
         else:
@@ -398,6 +402,18 @@ def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, par
     writes = float(l1.store_block_lines if merged else l1.store_lines)
     misses = min(writes, written_sectors) if footprint_bytes > l2_bytes else 0.0
     return L2Requests(read, writes - misses, misses * (1 - partial_share), misses * partial_share, merged)
+
+
+def l2_input_units(l1: L1Traffic, read_requests: float, merged: bool) -> float:
+    """What the crossbar carries into the L2 slices, in transfers: one per written sector, one more
+    per (request, line) that writes a sector in part (its byte mask), one per read request. ncu's
+    lts__xbar2lts_cycles_active on the H200 (plan h200_l2_units) follows it within 4 % over
+    L2-resident 4-byte and 32-byte stores, whole lines, shifted copies, the naive and tiled
+    transposes and probe.piece_store, whose 4-sector masked lines fill the port (94 %) while the
+    tag stage idles at 38 %. `merged`: L1 combined the block's stores (L2Requests.merged)."""
+    if merged:
+        return l1.store_block_sectors + l1.store_block_masked_lines + read_requests
+    return l1.store_sectors + l1.store_masked_lines + read_requests
 
 
 @dataclass(frozen=True)

@@ -51,10 +51,9 @@ REASONS: list[tuple[str, str, str]] = [
     ("time_s", "probe.copy", "copies of a few MiB end with up to ~20 MB of their writes still in L2"),
     ("time_s", "mem.global_store", "copies of a few MiB end with their writes still in L2 (as probe.copy); "
                                    "scattered 4-byte stores: the L2 request rates of probe.store_lines"),
-    ("time_s", "probe.piece_store", "(store, line) pairs carrying four sectors written in part ran at ~30 G/s, "
-                                    "where the model charges one-sector rates (73 G/s held, 42 G/s fill): -36..-39 %; "
-                                    "at dist 1 L1 combined them first: +28..+39 % - the L2 write path's cost per "
-                                    "sector is not modelled"),
+    ("time_s", "probe.piece_store", "dist 1: L1 combined 58-66 % of the block's stores though each thread loads "
+                                    "first (the naive transpose's are not), and the model charges the crossbar "
+                                    "into L2 for every one (+119..+126 %); how much L1 combines is not modelled"),
     ("time_s", "probe.split_store", "segments stored out of address order (dist >= 8) run 8-11 % slower than in "
                                     "order at the same bytes (DRAM locality, not modelled); partial sectors "
                                     "L2 loses first (dist 65536) add read-modify-writes to a latency-bound copy"),
