@@ -211,6 +211,20 @@ extern "C" __global__ void piece_store(const float* __restrict__ in, float* __re
     out[((size_t)column * 32 + (threadIdx.x & 31)) * 8 + k] = in[i];
 }
 
+// probe.piece_store with the 8 lines a warp writes `spread` (2^spread_log2) lines apart, as a naive
+// transpose's column stores land a row apart: line j of column c is ((c / spread) * 8 + j) * spread +
+// c % spread. n % (256 * max(dist, spread)) == 0.
+extern "C" __global__ void piece_spread(const float* __restrict__ in, float* __restrict__ out, unsigned n,
+                                        int dist_log2, int spread_log2) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned g = i >> 5, d = 1u << dist_log2, lane = threadIdx.x & 31;
+    unsigned k = (g >> dist_log2) & 7, column = ((g >> (dist_log2 + 3)) << dist_log2) | (g & (d - 1));
+    unsigned line = ((((column >> spread_log2) << 3) | (lane >> 2)) << spread_log2) |
+                    (column & ((1u << spread_log2) - 1));
+    out[((size_t)line * 4 + (lane & 3)) * 8 + k] = in[i];
+}
+
 // L1-resident loads: lane l of every warp reads word l*stride + 32*(it % 8) (stride 0: one word
 // for all lanes), `iters` times; all warps read the same words, so after the first touch every
 // load hits L1. `zero` is 0 at run time (unknown to the compiler: no load is hoisted).

@@ -250,34 +250,60 @@ register(KernelCase(
                 "it later"))
 
 
-def _piece_setup(p, rng) -> Setup:
+def _spread_log2(name: str, p) -> int:
+    """log2 of probe.piece_spread's `spread` (lines apart), a power of two dividing the n / 256 columns."""
+    spread = p.get("spread", 1)
+    if not spread or spread & (spread - 1) or (p["n"] // 256) % spread:
+        raise PerfModelError(f"{name}: spread = {spread} must be a power of two dividing n / 256 = {p['n'] // 256}")
+    return spread.bit_length() - 1
+
+
+def _piece_setup(p, rng, name: str = "probe.piece_store") -> Setup:
     a = f32(rng, p["n"])
     i = np.arange(p["n"])
-    g, d = i // 32, p["dist"]
-    j = ((g // (8 * d)) * d + g % d) * 256 + (i % 32) * 8 + (g // d) % 8
+    g, d, s = i // 32, p["dist"], p.get("spread", 1)
+    column, lane = (g // (8 * d)) * d + g % d, i % 32
+    line = ((column // s) * 8 + lane // 4) * s + column % s
+    j = (line * 4 + lane % 4) * 8 + (g // d) % 8
     out = np.empty(p["n"], dtype=np.float32)
     out[j] = a
-    args = ["in", "out", np.uint32(p["n"]), np.int32(_dist_log2("probe.piece_store", p, 256))]
+    args = ["in", "out", np.uint32(p["n"]), np.int32(_dist_log2(name, p, 256))]
+    if name == "probe.piece_spread":
+        args.append(np.int32(_spread_log2(name, p)))
     return Setup({"in": a}, {"out": out}, args, rtol=0)
 
 
-def _piece_launch(p) -> Launch:
-    """Warp g writes word (g / dist) % 8 of 32 sectors, as in kernels/probes.cu."""
-    _dist_log2("probe.piece_store", p, 256)
-    d = p["dist"]
+def _piece_launch(p, name: str = "probe.piece_store") -> Launch:
+    """Warp g writes word (g / dist) % 8 of 32 sectors in 8 lines `spread` lines apart, as in kernels/probes.cu."""
+    _dist_log2(name, p, 256)
+    d, s = p["dist"], 1 << _spread_log2(name, p)
+    column = f"((g / {8 * d})*{d} + g % {d})"
     return Launch(block=(BLOCK, 1, 1), grid=(p["n"] // BLOCK, 1, 1), params=dict(p),
                   defs={"g": f"bx*{BLOCK // 32} + tx/32",
-                        "j": f"((g / {8 * d})*{d} + g % {d})*256 + (tx % 32)*8 + (g / {d}) % 8"})
+                        "j": f"((({column} / {s})*8 + (tx % 32)/4)*{s*4} + ({column} % {s})*4 + tx % 4)*8 "
+                             f"+ (g / {d}) % 8"})
+
+
+def _piece_accesses(p) -> list[Access]:
+    return [Access("in load", "global", "bx*bdx + tx", array="in"),
+            Access("4-byte piece store", "global", "j", store=True, array="out")]
 
 
 register(KernelCase(
     name="probe.piece_store", study="ceilings", source="probes.cu", defaults={"n": 1 << 26, "dist": 1},
-    entry=lambda p: "piece_store", launch=_piece_launch,
-    accesses=lambda p: [Access("in load", "global", "bx*bdx + tx", array="in"),
-                        Access("4-byte piece store", "global", "j", store=True, array="out")],
+    entry=lambda p: "piece_store", launch=_piece_launch, accesses=_piece_accesses,
     setup=_piece_setup, compulsory_bytes=lambda p: (4 * p["n"], 4 * p["n"]), model="stream",
     description="a copy whose output sectors are written in 4-byte pieces by 8 warps `dist` apart (a naive "
                 "transpose's column stores, in a stream): what L2 fills of sectors completed in pieces"))
+
+register(KernelCase(
+    name="probe.piece_spread", study="ceilings", source="probes.cu",
+    defaults={"n": 1 << 26, "dist": 1, "spread": 256},
+    entry=lambda p: "piece_spread", launch=lambda p: _piece_launch(p, "probe.piece_spread"),
+    accesses=_piece_accesses, setup=lambda p, rng: _piece_setup(p, rng, "probe.piece_spread"),
+    compulsory_bytes=lambda p: (4 * p["n"], 4 * p["n"]), model="stream",
+    description="probe.piece_store with the 8 lines a warp writes `spread` lines apart (a naive transpose's "
+                "column stores land a row apart): does L1 still combine a block's pieces, does L2 fill them"))
 
 
 def _resident_loads(p, rng, offsets: np.ndarray, size: int, knob: int) -> Setup:
