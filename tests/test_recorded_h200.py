@@ -391,11 +391,14 @@ def test_l2_write_requests(comparison):
     shifted = big.case.eq("mem.global_store") & big.params.map(lambda s: json.loads(s).get("offset", 0) % 32 != 0)
     assert big[shifted].rel_error.between(0, 0.08).all(), describe(big[shifted])
     big = big[~shifted]
-    # a block's 8 warps writing word k of the same 32 sectors after one load each: L1 combined 58-66 %
-    # of the (store, line) pairs (probe.piece_store, dist 1) - though the naive transpose's warps, as
-    # close, are not combined (exact above); not modelled, the prediction is the upper bound there
-    pieces = big.case.eq("probe.piece_store") & big.params.map(lambda s: json.loads(s).get("dist") == 1)
-    assert pieces.sum() >= 3 and (big[pieces].measured < big[pieces].predicted).all(), describe(big[pieces])
+    # a block's 8 warps writing word k of the same 32 sectors after one load each: L1 combined 55-66 %
+    # of the (store, line) pairs (probe.piece_store, dist 1; probe.piece_spread as well, its 8 lines a
+    # row apart: not L1's set mapping) - though the naive transpose's warps, as close, are not
+    # combined (exact above: 32 lines a store, not 8). How much is timing; the model takes the share
+    # measured on one of them (traffic.l1_combines, 58.5 %): within 21 % at the smallest
+    pieces = big.case.isin(["probe.piece_store", "probe.piece_spread"]) & big.params.map(
+        lambda s: json.loads(s).get("dist") == 1)
+    assert pieces.sum() >= 6 and big[pieces].rel_error.abs().max() < 0.21, describe(big[pieces])
     big = big[~pieces]
     assert big.rel_error.abs().max() < 0.05, describe(big[big.rel_error.abs() >= 0.05])
     small = t[t.measured < 10_000]  # 32 Ki-element microbenchmarks: a few lines combine at the edges
@@ -414,11 +417,9 @@ def test_l2_input_transfers_follow_the_crossbar_counter(recorded):
     kernel that stores (h200_l2_units: L2-resident and streaming 4- and 32-byte stores, whole lines,
     aligned and shifted copies, the naive and tiled transposes, probe.piece_store 256 warps apart,
     whose 4-sector masked lines hold the port at 94 % while L2's tag stage idles at 38 %). Where L1
-    combined the block's stores (piece_store, dist 1) L2 gets far fewer than the model counts."""
-    from perfmodel.models.traffic import l2_input_units  # noqa: F401  (the formula the term uses)
-
-    n = recorded[(recorded.source == "ncu") & recorded.metric.isin([XBAR, "gpu__time_duration.sum",
-                                                                   "lts__t_sectors_srcunit_tex_op_write.sum"])]
+    combines part of a block's stores (piece_store / piece_spread, dist 1) the count takes the share
+    measured on one of them, so those land within 12 %."""
+    n = recorded[(recorded.source == "ncu") & recorded.metric.isin([XBAR, "gpu__time_duration.sum"])]
     w = n.pivot_table(index="case_id", columns="metric", values="value", aggfunc="median").dropna()
     params = n.drop_duplicates("case_id").set_index("case_id").params
     rate, combined = {}, {}
@@ -426,18 +427,15 @@ def test_l2_input_transfers_follow_the_crossbar_counter(recorded):
         case = cid.split("[")[0]
         pred = perfmodel.predict(case, "h200", **json.loads(params[cid]))
         units = next(t.work for t in pred.breakdown if t.name == "l2_input")
-        per_s = units / (r[XBAR] / 100 * r["gpu__time_duration.sum"] * 1e-9)
-        if pred.global_store_sectors < units / 2:
+        if pred.global_store_sectors < units / 2 and pred.l2_write_bytes == 32 * pred.global_store_sectors:
             continue  # read streams: a read request costs the port ~0.4 transfers there
-        if r["lts__t_sectors_srcunit_tex_op_write.sum"] < 0.9 * pred.global_store_sectors:
-            combined[cid] = per_s
-        else:
-            rate[cid] = per_s
-    rate = pd.Series(rate)
-    assert len(rate) >= 10, rate
+        per_s = units / (r[XBAR] / 100 * r["gpu__time_duration.sum"] * 1e-9)
+        (combined if pred.l2_write_bytes < 32 * pred.global_store_sectors else rate)[cid] = per_s
+    rate, combined = pd.Series(rate), pd.Series(combined)
+    assert len(rate) >= 10 and len(combined) >= 1, (rate, combined)
     off = rate / rate.median() - 1
     assert off.abs().max() < 0.04, off.sort_values()
-    assert len(combined) >= 1 and all(v > 2 * rate.median() for v in combined.values()), combined
+    assert (combined / rate.median() - 1).abs().max() < 0.12, combined / rate.median()
 
 
 def test_l2_read_requests_are_an_upper_bound(comparison):
@@ -492,15 +490,13 @@ def test_time_accuracy(comparison):
     # which a shifted copy does at full speed - a found gap), and by the shifted copy whose partial
     # sectors are completed ~8 waves later (h200_split: read-modify-writes on top of a latency-bound
     # stream, 42 % slower than the model's slowest pipe)
-    # - and by probe.piece_store with the 8 writers of a sector in one block (dist 1): L1 combined
-    # 58-66 % of their stores though each thread loads first (the naive transpose's are not combined),
-    # and the model charges the crossbar for all of them (+119..+126 %); with the writers in other
-    # blocks the crossbar term predicts it within 5 % (test_l2_input_transfers_follow_the_crossbar)
+    # (probe.piece_store and piece_spread, sectors written in 4-byte pieces: within 10 % now that the
+    # crossbar into L2 and L1's combining of a block's pieces are counted - they were -39..+39 %)
     ragged = worse.case.eq("transpose.rows") & worse.params.map(lambda s: json.loads(s).get("rows", 0) % 8 != 0)
     late = worse.case.eq("probe.split_store") & worse.params.map(lambda s: json.loads(s).get("dist", 0) > 8192)
-    combined = worse.case.eq("probe.piece_store") & worse.params.map(lambda s: json.loads(s).get("dist") == 1)
-    assert (ragged | late | combined).all() and (worse[ragged | late].rel_error > -0.35).all(), describe(worse)
-    assert (worse[combined].rel_error.between(0, 1.4)).all() and (~combined).sum() <= 3, describe(worse)
+    assert (ragged | late).all() and (worse.rel_error > -0.35).all() and len(worse) <= 3, describe(worse)
+    pieces = t[t.case.isin(["probe.piece_store", "probe.piece_spread"])]
+    assert len(pieces) >= 14 and pieces.rel_error.abs().max() < 0.25, describe(pieces)
     temporal = t[t.case == "stencil.temporal"]
     assert temporal.rel_error.abs().max() <= 0.15, describe(temporal)
     scattered = t[t.case.isin(["transpose.naive", "mem.global_store", "probe.scatter_store"])]

@@ -158,8 +158,9 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     l1_share = (dev.l1_bytes_per_sm - occ.carveout_bytes) / max(blocks_per_sm, 1)  # L1 cache per resident block
     varying = sum(c.sectors for a, c in zip(accesses, counts, strict=True) if a.space == "global" and not a.store
                   and a.l1_cached and not block_invariant(a, launch))
+    combine = ceil.l1_store_combine_share.value if ceil.l1_store_combine_share else 0.0
     below = below_l1(dev, accesses, launch, l1, case.compulsory_bytes(p), resident, case.model, p, ceil.l2_loss,
-                     l1_share, varying)
+                     l1_share, varying, combine)
     notes.extend(below.notes)
     dram, req = below.dram, below.requests
 

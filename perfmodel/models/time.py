@@ -65,7 +65,7 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_read_bytes: fl
                           f"{req.read:.3g} reads + {req.write_hit:.3g} writes at {hit.value / 1e9:.0f} G/s, "
                           f"{req.write_fill:.3g} sector fills at {fill.value / 1e9:.0f} G/s, {req.write_rmw:.3g} "
                           f"read-modify-writes at {rmw.value / 1e9:.0f} G/s (probe.store_lines)"))
-    if ceil.l2_input_per_s and (units := l2_input_units(l1, req.read, req.merged)):
+    if ceil.l2_input_per_s and (units := l2_input_units(l1, req.read, req.merged, req.kept)):
         r = ceil.l2_input_per_s.value
         terms.append(Term("l2_input", units / r, units, r,
                           f"crossbar into L2: {units:.3g} transfers (written sectors, byte-masked lines, read "

@@ -380,14 +380,25 @@ class L2Requests:
     write_fill: float  # first writes to whole sectors L2 does not hold
     write_rmw: float  # first writes to sectors written only in part: DRAM read-modify-write
     merged: bool  # stores combined across the block's warps before L2
+    kept: float = 1.0  # share of the (store, line) pairs L1 passes on (the rest combined: l1_combines)
 
     @property
     def writes(self) -> float:
         return self.write_hit + self.write_fill + self.write_rmw
 
 
+def l1_combines(l1: L1Traffic, launch: Launch) -> bool:
+    """Whether L1 combines part of the stores of a kernel whose warps load first: all the block's
+    warps write the same lines at one store instruction, each store within 8 lines (probe.piece_store
+    and piece_spread, dist 1: 55-67 % combined, lines adjacent or a row apart; not the naive
+    transpose, whose warps write the same sectors in 32 lines a store; not shifted copies, whose
+    neighbouring warps share one line: 3-7 %)."""
+    return (l1.load_requests > 0 and 0 < l1.store_lines <= 8 * l1.store_requests
+            and 2 * l1.store_lines >= l1.store_block_lines * launch.warps_per_block)
+
+
 def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, partial_share: float,
-                footprint_bytes: float, l2_bytes: int, has_loads: bool) -> L2Requests:
+                footprint_bytes: float, l2_bytes: int, has_loads: bool, kept: float = 1.0) -> L2Requests:
     """Reads: the L2-bound sectors in the loads' own sectors-per-line. Writes: one per (store
     request, line) - or per distinct line of the block's warps at one store, for kernels without
     global loads, whose warps issue their stores together and L1 combines them (H200: 8 warps'
@@ -396,24 +407,26 @@ def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, par
     kernel writes sectors in part (the share of first writes that do). Measured on the naive
     transpose: its time steps up past 1024² and by 1984² (30.03 MiB), not at the whole L2 -
     1984²-2560² ran 5-13 % slower than the model without fills there, within 7 % with them
-    (reports/h200: transpose)."""
+    (reports/h200: transpose). `kept`: the share L1 passes on where it combines part (l1_combines)."""
     read = l2_read_bytes / SECTOR * (l1.load_lines / l1.load_sectors) if l1.load_sectors else 0.0
     merged = not has_loads and l1.store_block_lines < l1.store_lines
-    writes = float(l1.store_block_lines if merged else l1.store_lines)
+    writes = float(l1.store_block_lines if merged else l1.store_lines * kept)
     misses = min(writes, written_sectors) if footprint_bytes > l2_bytes else 0.0
-    return L2Requests(read, writes - misses, misses * (1 - partial_share), misses * partial_share, merged)
+    return L2Requests(read, writes - misses, misses * (1 - partial_share), misses * partial_share, merged,
+                      1.0 if merged else kept)
 
 
-def l2_input_units(l1: L1Traffic, read_requests: float, merged: bool) -> float:
+def l2_input_units(l1: L1Traffic, read_requests: float, merged: bool, kept: float = 1.0) -> float:
     """What the crossbar carries into the L2 slices, in transfers: one per written sector, one more
     per (request, line) that writes a sector in part (its byte mask), one per read request. ncu's
     lts__xbar2lts_cycles_active on the H200 (plan h200_l2_units) follows it within 4 % over
     L2-resident 4-byte and 32-byte stores, whole lines, shifted copies, the naive and tiled
     transposes and probe.piece_store, whose 4-sector masked lines fill the port (94 %) while the
-    tag stage idles at 38 %. `merged`: L1 combined the block's stores (L2Requests.merged)."""
+    tag stage idles at 38 %. `merged`: L1 combined the block's stores (L2Requests.merged); `kept`: the
+    share of the pairs L1 passes on where it combines some (L2Requests.kept)."""
     if merged:
         return l1.store_block_sectors + l1.store_block_masked_lines + read_requests
-    return l1.store_sectors + l1.store_masked_lines + read_requests
+    return (l1.store_sectors + l1.store_masked_lines) * kept + read_requests
 
 
 @dataclass(frozen=True)
@@ -432,7 +445,8 @@ class Traffic:
 def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traffic,
              compulsory: tuple[int, int], resident_blocks: int, family: str, params: dict[str, int],
              pass_loss: Callable[[float], float | None] = lambda footprint: None,
-             l1_share_bytes: float = math.inf, varying_sectors: float = 0.0) -> Traffic:
+             l1_share_bytes: float = math.inf, varying_sectors: float = 0.0,
+             combine_share: float = 0.0) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block; `varying_sectors`:
     the exact L1 sectors of the loads that differ by block, which the sampled reuse scales). Writes: every
     store sector, or per block and line where L1 combines them. DRAM: compulsory bytes (or, with no
@@ -477,8 +491,12 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params, pass_loss)
     notes.append(dram.note)
     near = dev.l2_partition_bytes  # what L2 holds before first writes cost fills
-    req = l2_requests(l1, l2_read, written, shape.partial_share, sum(compulsory), near, l1.load_requests > 0)
-    l2_write = l1.store_sectors * SECTOR
+    kept = 1 - combine_share if combine_share and l1_combines(l1, launch) else 1.0
+    req = l2_requests(l1, l2_read, written, shape.partial_share, sum(compulsory), near, l1.load_requests > 0, kept)
+    l2_write = int(l1.store_sectors * kept) * SECTOR
+    if kept < 1:
+        notes.append(f"the block's warps write the same lines: L1 combines {100 * (1 - kept):.0f} % of their "
+                     "stores, as measured on probe.piece_store (timing-dependent)")
     if req.merged:
         notes.append("stores of the block's warps combined per line in L1 (no global loads)")
         l2_write = l1.store_block_sectors * SECTOR
