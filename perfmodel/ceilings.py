@@ -254,7 +254,7 @@ def _l1_store_combine(data) -> Ceiling | None:
     launch, accesses = case.launch(p), case.accesses(p)
     pairs = l1_traffic(accesses, [analyse(a, launch) for a in accesses]).store_lines
     return Ceiling("L1 combining a block's same-line stores (warps that load first)", 1 - requests / pairs, "",
-                   f"measured: {cid} (ncu's L2 write requests over the warps' (store, line) pairs)", (cid,))
+                   f"measured: {cid} (ncu's L2 write requests over the warps' (store, line) pairs)")
 
 
 def _case_ids(df, case: str) -> list[str]:
