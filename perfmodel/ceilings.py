@@ -223,12 +223,10 @@ def _l2_input_rate(dev: DeviceSpec):
     def pick(c, p, t):
         if p["footprint_lines"] * 128 > dev.l2_bytes:
             return None
-        from .memory import analyse
-        from .models.traffic import l1_traffic, l2_input_units
+        from .models.traffic import block_merged, case_l1, l2_input_units
 
-        launch, accesses = c.launch(p), c.accesses(p)
-        l1 = l1_traffic(accesses, [analyse(a, launch) for a in accesses])
-        return l2_input_units(l1, 0.0, not l1.load_requests and l1.store_block_lines < l1.store_lines) / t
+        l1 = case_l1(c, p)
+        return l2_input_units(l1, 0.0, block_merged(l1, l1.load_requests > 0)) / t
     return pick
 
 
@@ -236,8 +234,7 @@ def _l1_store_combine(data) -> Ceiling | None:
     """The share of (store, line) pairs L1 combines when a block's 8 warps, each having loaded first,
     write the same lines (probe.piece_store, dist 1, the largest launch): 1 - ncu's L2 write requests
     over the pairs the warps issue."""
-    from .memory import analyse
-    from .models.traffic import l1_traffic
+    from .models.traffic import case_l1
     from .suite.registry import get
 
     rows = data[(data.source == "ncu") & (data.case == "probe.piece_store")
@@ -250,9 +247,7 @@ def _l1_store_combine(data) -> Ceiling | None:
     if best is None:
         return None
     cid, p, requests = best
-    case = get("probe.piece_store")
-    launch, accesses = case.launch(p), case.accesses(p)
-    pairs = l1_traffic(accesses, [analyse(a, launch) for a in accesses]).store_lines
+    pairs = case_l1(get("probe.piece_store"), p).store_lines
     return Ceiling("L1 combining a block's same-line stores (warps that load first)", 1 - requests / pairs, "",
                    f"measured: {cid} (ncu's L2 write requests over the warps' (store, line) pairs)")
 

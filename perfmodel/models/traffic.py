@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..devices import DeviceSpec
-from ..memory import Access, Launch
+from ..memory import Access, Launch, analyse
 from ..memory.lanes import WARP, distinct_sorted, sorted_keys
 from ..memory.pattern import BLOCK_VARS, AccessCount, _Bound
 
@@ -74,6 +74,12 @@ def l1_traffic(accesses: list[Access], counts: list[AccessCount]) -> L1Traffic:
             t[f"{k}_wavefronts"] += c.wavefronts
             t[f"{k}_instructions"] += c.requests
     return L1Traffic(**t)
+
+
+def case_l1(case, params: dict[str, int]) -> L1Traffic:
+    """A registry case's L1 totals at `params`: its accesses analysed over its launch."""
+    launch, accesses = case.launch(params), case.accesses(params)
+    return l1_traffic(accesses, [analyse(a, launch) for a in accesses])
 
 
 def block_invariant(access: Access, launch: Launch) -> bool:
@@ -387,6 +393,11 @@ class L2Requests:
         return self.write_hit + self.write_fill + self.write_rmw
 
 
+def block_merged(l1: L1Traffic, has_loads: bool) -> bool:
+    """A load-free kernel's warps issue their stores together: L1 combines the block's per line."""
+    return not has_loads and l1.store_block_lines < l1.store_lines
+
+
 def l1_combines(l1: L1Traffic, launch: Launch) -> bool:
     """Whether L1 combines part of the stores of a kernel whose warps load first: all the block's
     warps write the same lines at one store instruction, each store within 8 lines (probe.piece_store
@@ -409,7 +420,7 @@ def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, par
     1984²-2560² ran 5-13 % slower than the model without fills there, within 7 % with them
     (reports/h200: transpose). `kept`: the share L1 passes on where it combines part (l1_combines)."""
     read = l2_read_bytes / SECTOR * (l1.load_lines / l1.load_sectors) if l1.load_sectors else 0.0
-    merged = not has_loads and l1.store_block_lines < l1.store_lines
+    merged = block_merged(l1, has_loads)
     writes = float(l1.store_block_lines if merged else l1.store_lines * kept)
     misses = min(writes, written_sectors) if footprint_bytes > l2_bytes else 0.0
     return L2Requests(read, writes - misses, misses * (1 - partial_share), misses * partial_share, merged,
