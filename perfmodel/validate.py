@@ -191,3 +191,32 @@ def summary(table: pd.DataFrame) -> pd.DataFrame:
                  within_5pct=("abs_err", lambda s: int((s <= 0.05).sum())),
                  median_abs_error=("abs_err", "median"), max_abs_error=("abs_err", "max"),
                  mape=("abs_err", "mean")).reset_index()
+
+
+XBAR_BUSY = "lts__xbar2lts_cycles_active.avg.pct_of_peak_sustained_elapsed"
+
+
+def l2_input_busy(dev: str | DeviceSpec, recorded: pd.DataFrame) -> pd.DataFrame:
+    """For every profiled kernel that stores (h200_l2_units): the model's crossbar transfers into L2
+    (the l2_input term's work) beside ncu's busy time of that port (its busy share x the duration),
+    and whether the model has L1 combine part of the stores. One rate should fit them all."""
+    import pandas as pd
+
+    from .models import predict
+
+    dev = lookup(dev)
+    n = recorded[(recorded.source == "ncu") & recorded.metric.isin([XBAR_BUSY, "gpu__time_duration.sum"])]
+    w = n.pivot_table(index="case_id", columns="metric", values="value", aggfunc="median")
+    if XBAR_BUSY not in w:
+        return pd.DataFrame(columns=["case_id", "transfers", "busy_s", "combined"])
+    params = n.drop_duplicates("case_id").set_index("case_id").params
+    rows = []
+    for cid, r in w.dropna().iterrows():
+        pred = predict(cid.split("[")[0], dev, **json.loads(params[cid]))
+        units = next(t.work for t in pred.breakdown if t.name == "l2_input")
+        combined = pred.l2_write_bytes < 32 * pred.global_store_sectors
+        if pred.global_store_sectors < pred.l2_read_requests:
+            continue  # read streams: a read request costs the port ~0.4 transfers there
+        rows.append(dict(case_id=cid, transfers=units, busy_s=r[XBAR_BUSY] / 100 * r["gpu__time_duration.sum"] * 1e-9,
+                         combined=combined))
+    return pd.DataFrame(rows)

@@ -430,7 +430,7 @@ def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, par
 def l2_input_units(l1: L1Traffic, read_requests: float, merged: bool, kept: float = 1.0) -> float:
     """What the crossbar carries into the L2 slices, in transfers: one per written sector, one more
     per (request, line) that writes a sector in part (its byte mask), one per read request. ncu's
-    lts__xbar2lts_cycles_active on the H200 (plan h200_l2_units) follows it within 4 % over
+    lts__xbar2lts_cycles_active on the H200 (plan h200_l2_units) follows it within 2 % over
     L2-resident 4-byte and 32-byte stores, whole lines, shifted copies, the naive and tiled
     transposes and probe.piece_store, whose 4-sector masked lines fill the port (94 %) while the
     tag stage idles at 38 %. `merged`: L1 combined the block's stores (L2Requests.merged); `kept`: the

@@ -133,3 +133,23 @@ def retention(curve: tuple[tuple[float, float], ...], points: pd.DataFrame, mode
     ax.set(xlabel="working set re-read (MiB)", ylabel="share lost between reads", title=title, ylim=(-0.05, 1.1))
     ax.legend(fontsize=7)
     return _save(fig, path)
+
+
+def proportional(df: pd.DataFrame, x: str, y: str, flag: str, path: Path, title: str, xlabel: str, ylabel: str,
+                 flagged: str) -> str:
+    """Points that one rate should fit: log-log, each labelled, the line through the median ratio of
+    the unflagged ones; flagged points drawn apart (open markers)."""
+    fig, ax = plt.subplots(figsize=(7, 5))
+    plain, marked = df[~df[flag]], df[df[flag]]
+    ax.scatter(plain[x], plain[y], s=18, color="C0", label=f"counted as sent ({len(plain)})")
+    ax.scatter(marked[x], marked[y], s=30, facecolor="none", edgecolor="C3", label=flagged)
+    for _, r in df.iterrows():
+        ax.annotate(r.label, (r[x], r[y]), fontsize=5.5, xytext=(3, -3), textcoords="offset points")
+    if len(plain):
+        ratio = float((plain[y] / plain[x]).median())
+        xs = np.geomspace(df[x].min() / 1.5, df[x].max() * 1.5, 20)
+        ax.plot(xs, ratio * xs, "k-", lw=0.8, label=f"one rate: {1 / ratio / 1e9:.0f} G/s busy")
+        ax.fill_between(xs, 0.96 * ratio * xs, 1.04 * ratio * xs, color="grey", alpha=0.2, label="±4 %")
+    ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.legend(fontsize=7)
+    return _save(fig, path)

@@ -15,6 +15,7 @@ from ..devices import DeviceSpec
 from ..models import predict, round_exposed_s
 from ..models.overlap import staircase_level, streams_time
 from ..occupancy import curves
+from ..validate import l2_input_busy
 from . import figures
 
 
@@ -237,6 +238,13 @@ def ceilings_study(dev, data, table, ceil, folder: Path) -> Page:
             "float4 streams: time vs array size", "MiB per array", "s", group="stream", logx=True, logy=True)))
     if ceil.l2_retention:
         page.figures.append(("L2 retention", _retention_figure(dev, table, ceil, folder)))
+    busy = l2_input_busy(dev, data)
+    if len(busy):
+        busy["label"] = busy.case_id.str.replace("probe.", "", regex=False).str.replace("transpose.", "t.", regex=False)
+        page.figures.append(("crossbar into L2", figures.proportional(
+            busy, "transfers", "busy_s", "combined", folder / "l2_input.png",
+            "The crossbar into L2: ncu's busy time vs the model's transfers", "transfers (model)",
+            "busy time of lts__xbar2lts (s, ncu)", "L1 combines part (model: measured share)")))
     page.text = ("Measured ceilings replace the datasheet where recorded; the source column says which is which. "
                  "A DRAM stream pays a start-up and drain once (the intercept of the float4 read stream's time "
                  "against bytes, beyond the launch): a 1 MiB read takes 4 µs where its bytes alone take 0.2 µs. "
@@ -245,7 +253,11 @@ def ceilings_study(dev, data, table, ceil, folder: Path) -> Page:
                  "the kernel. What L2 keeps of a working set read again (probe.l2_read, 4 passes over 16-128 "
                  "MiB) is a measured curve too; matmul's B, re-read by each group of blocks, loses more of itself "
                  "and by variant (figure): the model's line between one L2 partition and the whole L2 is a middle "
-                 "road, off by up to 60 % there.")
+                 "road, off by up to 60 % there. What the crossbar carries into the L2 slices - a transfer per "
+                 "written sector, one more per line a store writes a sector of in part, one per read request - "
+                 "is what ncu's lts__xbar2lts counter is busy with (figure: one rate over every profiled store "
+                 "kernel, h200_l2_units); sectors written in 4-byte pieces, four to a line, fill that port while "
+                 "L2's tag stage idles.")
     page.tables = [("Ceilings", cs), ("Probe times", table[(table.study == "ceilings") & (table.kind == "time")]
                                       [["case_id", "predicted", "measured", "rel_error", "baseline"]])]
     return page
