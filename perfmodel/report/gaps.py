@@ -67,7 +67,9 @@ REASONS: list[tuple[str, str, str]] = [
                                  "copy's partial sectors, completed at once or by blocks 256-1024 later, cost "
                                  "nothing (h200_split), so not the partial sectors alone; charging them the "
                                  "read-modify-write rate fixed these but put held-out stencils and smaller "
-                                 "transposes 9-23 % over - not adopted"),
+                                 "transposes 9-23 % over - not adopted. ncu (h200_l2_units): at 7/8 off no L2 "
+                                 "unit is busier than at 0 (crossbar 52 %, fabric 75 vs 90 %, DRAM 50 vs 70 %) "
+                                 "while warps wait 2.7x longer at the barrier for their loads"),
     ("time_s", "transpose.smem", "TILE 16 (8 blocks per SM, 248 waves): 5-15 % slower than the phase rule; "
                                  "charging each wave a block refill (as the latency-bound copies) fixes them "
                                  "but puts TILE 32 7 % further over - not adopted"),
