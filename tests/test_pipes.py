@@ -210,3 +210,15 @@ def test_l2_reads_scale_the_exact_l1_count_by_the_sampled_reuse():
     the L1s 2,495,770; the per-block count alone said 2,303,910)."""
     p = perfmodel.predict("transpose.naive_rows", rows=2898, cols=5651, block_rows=2)
     assert p.l2_read_bytes / 32 == p.global_load_sectors == 2_495_770
+
+
+def test_block_dispatcher_queue_is_md1():
+    """A freed slot waits S u / (2 (1 - u)) beyond the dispatch at utilisation u (M/D/1), S = SMs / rate."""
+    from perfmodel.models.time import dispatch_wait_s
+
+    rate = 1.6e9
+    ceil = Ceilings(*[Ceiling("x", 1.0, "", "test")] * 5, blocks_per_s=Ceiling("blocks", rate, "1/s", "test"))
+    assert dispatch_wait_s(ceil, 0, 1e-3, 132) == (0.0, 0.0)
+    wait, u = dispatch_wait_s(ceil, int(0.5 * rate * 1e-3), 1e-3, 132)
+    assert u == pytest.approx(0.5) and wait == pytest.approx(132 / rate * 0.5)
+    assert dispatch_wait_s(ceil, int(10 * rate), 1.0, 132)[1] == 0.95  # capped short of saturation
