@@ -103,7 +103,7 @@ def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float, 
     one DRAM latency per wave is exposed; a block's shorter phase hides behind the other blocks'
     longer phases (hidden_behind_others). Each refill past the first wave also queues for the block
     dispatcher where many small blocks keep it busy (dispatch_wait_s; the rule was calibrated where
-    it idles): TILE 16 shared-memory transposes, 8 blocks per SM and the dispatcher 60 % busy, were
+    it idles): TILE 16 shared-memory transposes, 8 blocks per SM and the dispatcher 60-70 % busy, were
     5-18 % faster in the model, suite and held out alike (plans h200, h200_holdout*)."""
     lat = ceil.latency_dram_s
     if not lat:
