@@ -101,10 +101,13 @@ def dispatch_wait_s(ceil: Ceilings, blocks: int, busy_s: float, sms: int) -> tup
 def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float, blocks: int, sms: int) -> Term | None:
     """load -> barrier -> work in shared memory. The resident blocks of a wave start together and
     one DRAM latency per wave is exposed; a block's shorter phase hides behind the other blocks'
-    longer phases (hidden_behind_others). Each refill past the first wave also queues for the block
-    dispatcher where many small blocks keep it busy (dispatch_wait_s; the rule was calibrated where
-    it idles): TILE 16 shared-memory transposes, 8 blocks per SM and the dispatcher 60-70 % busy, were
-    5-18 % faster in the model, suite and held out alike (plans h200, h200_holdout*)."""
+    longer phases (hidden_behind_others), and where the work phase is the longer, so does its wait at
+    the barrier (row transposes with 32-way conflicts, work-bound: +5..+10 % in the suite and every
+    held-out set -> -6..+4 %; temporal blocking at 2 points a thread 1-2 % further under). Each refill
+    past the first wave also queues for the block dispatcher where many small blocks keep it busy
+    (dispatch_wait_s; the rule was calibrated where it idles): TILE 16 shared-memory transposes, 8
+    blocks per SM and the dispatcher 60-70 % busy, were 5-18 % faster in the model, suite and held
+    out alike (plans h200, h200_holdout*)."""
     lat = ceil.latency_dram_s
     if not lat:
         return None
@@ -112,13 +115,15 @@ def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float, 
     b = occ.blocks_per_sm
     exposed = hidden_behind_others(b)
     rounds = math.ceil(waves)
-    phased = max(load_s, work_s) + min(load_s, work_s) * exposed + rounds * lat.value
+    waits = exposed if work_s > load_s else 1.0
+    phased = max(load_s, work_s) + min(load_s, work_s) * exposed + rounds * lat.value * waits
     wait_s, busy = dispatch_wait_s(ceil, blocks, phased, sms) if rounds > 1 else (0.0, 0.0)
     phased += (rounds - 1) * wait_s
     queue = f" + {rounds - 1} refills x {wait_s * 1e9:.0f} ns for the dispatcher ({busy:.0%} busy)" if wait_s else ""
     return Term("barrier", phased, rounds, 1 / lat.value,
                 f"max(load {load_s * 1e6:.1f} us, work {work_s * 1e6:.1f} us) + {exposed:.2f} x the shorter "
-                f"({b} blocks per SM) + {rounds} waves x {lat.value * 1e9:.0f} ns latency at the barrier{queue}")
+                f"({b} blocks per SM) + {rounds} waves x {lat.value * 1e9:.0f} ns latency at the barrier"
+                f"{f' x {waits:.2f}' if waits < 1 else ''}{queue}")
 
 
 def streams_past_barriers(ceil: Ceilings, terms: list[Term], in_flight_bytes: float, read_bytes: float) -> bool:
