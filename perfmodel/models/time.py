@@ -115,15 +115,15 @@ def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float, 
     b = occ.blocks_per_sm
     exposed = hidden_behind_others(b)
     rounds = math.ceil(waves)
-    waits = exposed if work_s > load_s else 1.0
-    phased = max(load_s, work_s) + min(load_s, work_s) * exposed + rounds * lat.value * waits
+    wait_share = exposed if work_s > load_s else 1.0
+    phased = max(load_s, work_s) + min(load_s, work_s) * exposed + rounds * lat.value * wait_share
     wait_s, busy = dispatch_wait_s(ceil, blocks, phased, sms) if rounds > 1 else (0.0, 0.0)
     phased += (rounds - 1) * wait_s
     queue = f" + {rounds - 1} refills x {wait_s * 1e9:.0f} ns for the dispatcher ({busy:.0%} busy)" if wait_s else ""
     return Term("barrier", phased, rounds, 1 / lat.value,
                 f"max(load {load_s * 1e6:.1f} us, work {work_s * 1e6:.1f} us) + {exposed:.2f} x the shorter "
                 f"({b} blocks per SM) + {rounds} waves x {lat.value * 1e9:.0f} ns latency at the barrier"
-                f"{f' x {waits:.2f}' if waits < 1 else ''}{queue}")
+                f"{f' x {wait_share:.2f}' if wait_share < 1 else ''}{queue}")
 
 
 def streams_past_barriers(ceil: Ceilings, terms: list[Term], in_flight_bytes: float, read_bytes: float) -> bool:
