@@ -23,7 +23,16 @@ from ..occupancy import occupancy
 from ..sass import functions
 from .base import Prediction, Term
 from .issue import warp_instructions
-from .time import IN_SM, OUTSIDE_SM, barrier_rounds_term, latency_term, phase_term, pipe_terms, streams_past_barriers
+from .time import (
+    IN_SM,
+    OUTSIDE_SM,
+    barrier_rounds_term,
+    dispatch_interval_s,
+    latency_term,
+    phase_term,
+    pipe_terms,
+    streams_past_barriers,
+)
 from .traffic import below_l1, block_invariant, dirty_at_end, l1_traffic, store_merge_shares
 
 __all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
@@ -180,9 +189,8 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
             per_warp = case.loads_in_flight(p) * (l1.load_bytes / l1.load_requests if l1.load_requests else 0.0)
         else:  # straight-line code: a warp issues all its loads before it waits
             per_warp = warp_loads / max(launch.blocks * launch.warps_per_block, 1)
-        interval = dev.sm_count / ceil.blocks_per_s.value if ceil.blocks_per_s else 0.0
         extra = latency_term(ceil, l1, dram, warp_loads, occ.warps_per_sm * dev.sm_count * per_warp,
-                             max(waves - 1, 0.0), interval)
+                             max(waves - 1, 0.0), dispatch_interval_s(ceil, dev.sm_count))
     if extra:
         terms.append(extra)
     slowest = max(terms, key=lambda t: t.time_s)

@@ -86,16 +86,20 @@ def _load_and_work(terms: list[Term]) -> tuple[float, float]:
     return by["dram"], max(by["l1"], by["l1_tag"], by.get("issue", 0.0))
 
 
+def dispatch_interval_s(ceil: Ceilings, sms: int) -> float:
+    """How often the block dispatcher hands an SM a block: SMs / its measured rate (probe.blocks:
+    79 ns on the H200); 0 where the rate is not recorded."""
+    return sms / ceil.blocks_per_s.value if ceil.blocks_per_s else 0.0
+
+
 def dispatch_wait_s(ceil: Ceilings, blocks: int, busy_s: float, sms: int) -> tuple[float, float]:
     """(mean wait, utilisation) of a freed block slot queueing for its next block beyond the dispatch
-    itself: the dispatcher hands an SM a block every SMs / its measured rate (probe.blocks: 79 ns on
-    the H200); with the kernel's blocks over `busy_s` keeping it busy a share u of the time, slots
-    wait as at an M/D/1 server, S u / (2 (1 - u))."""
+    itself (dispatch_interval_s, S): with the kernel's blocks over `busy_s` keeping the dispatcher busy
+    a share u of the time, slots wait as at an M/D/1 server, S u / (2 (1 - u))."""
     if not ceil.blocks_per_s or not blocks or busy_s <= 0:
         return 0.0, 0.0
-    rate = ceil.blocks_per_s.value
-    u = min(blocks / (busy_s * rate), 0.95)
-    return sms / rate * u / (2 * (1 - u)), u
+    u = min(blocks / (busy_s * ceil.blocks_per_s.value), 0.95)
+    return dispatch_interval_s(ceil, sms) * u / (2 * (1 - u)), u
 
 
 def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float, blocks: int, sms: int) -> Term | None:

@@ -268,7 +268,7 @@ def _piece_setup(p, rng, name: str = "probe.piece_store") -> Setup:
     out = np.empty(p["n"], dtype=np.float32)
     out[j] = a
     args = ["in", "out", np.uint32(p["n"]), np.int32(_dist_log2(name, p, 256))]
-    if name == "probe.piece_spread":
+    if "spread" in p:  # probe.piece_spread's kernel takes the spread too
         args.append(np.int32(_spread_log2(name, p)))
     return Setup({"in": a}, {"out": out}, args, rtol=0)
 
