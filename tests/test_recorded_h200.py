@@ -159,7 +159,7 @@ def test_naive_transpose_fills_partial_sectors_from_dram(recorded):
     assert (off < 0.005).all(), off[off >= 0.005]
     rows = w.index.str.extract(r"[\[,]rows=(\d+)", expand=False).astype(int).to_numpy()
     cols = w.index.str.extract(r"[\[,]cols=(\d+)", expand=False).astype(int).to_numpy()
-    block_rows = w.index.str.extract(r"block_rows=(\d+)", expand=False).fillna(8).astype(int).to_numpy()
+    block_rows = w.index.str.extract(r"block_rows=(\d+)", expand=False).fillna("8").astype(int).to_numpy()
     excess = w["dram__bytes_read.sum"].to_numpy() / (4.0 * rows * cols) - 1
     assert (np.abs(excess[rows == 1024]) < 0.002).all()
     fits = (rows >= 1536) & (8 * rows * cols < H200.l2_bytes) & (block_rows > 1)  # 32 x 1 blocks: < 0.5 %
@@ -474,22 +474,45 @@ def test_time_accuracy(comparison):
     within = (t.rel_error.abs() <= 0.10).mean()
     assert within >= 0.70, f"only {within:.0%} of timed cases within 10 %"
     worse = t[t.rel_error.abs() > 0.25]  # the issue's target: no case worse than 25 % - missed by
-    # row transposes into 3001/3007-float rows past the whole L2 (h200_ragged_rows, h200_partial: 26-27 %
-    # slower than the model; their first writes leave one sector of a line whole and another in part,
-    # which a shifted copy does at full speed - a found gap), and by the shifted copy whose partial
+    # padded row transposes into rows that start off a sector, past the whole L2 (3001/3007 x 8556,
+    # 9001 x 4278/8556: 26-33 % slower than the model; DRAM read-modify-writes up to 15 % of the sectors
+    # two blocks write in part, ~250 ps each - test below), and by the shifted copy whose partial
     # sectors are completed ~8 waves later (h200_split: read-modify-writes on top of a latency-bound
-    # stream, 42 % slower than the model's slowest pipe)
+    # stream, 33 % slower than the model's slowest pipe)
     # (probe.piece_store and piece_spread, sectors written in 4-byte pieces: within 10 % now that the
     # crossbar into L2 and L1's combining of a block's pieces are counted - they were -39..+39 %)
-    ragged = worse.case.eq("transpose.rows") & worse.params.map(lambda s: json.loads(s).get("rows", 0) % 8 != 0)
-    late = worse.case.eq("probe.split_store") & worse.params.map(lambda s: json.loads(s).get("dist", 0) > 8192)
-    assert (ragged | late).all() and (worse.rel_error > -0.35).all() and len(worse) <= 3, describe(worse)
+    params = worse.params.map(json.loads)
+    ragged = worse.case.eq("transpose.rows") & params.map(lambda p: p.get("rows", 0) % 8 != 0 and p.get("pad") == 1)
+    late = worse.case.eq("probe.split_store") & params.map(lambda p: p.get("dist", 0) > 8192)
+    assert (ragged | late).all() and (worse.rel_error > -0.35).all() and len(worse) <= 5, describe(worse)
     pieces = t[t.case.isin(["probe.piece_store", "probe.piece_spread"])]
     assert len(pieces) >= 14 and pieces.rel_error.abs().max() < 0.25, describe(pieces)
     temporal = t[t.case == "stencil.temporal"]
     assert temporal.rel_error.abs().max() <= 0.15, describe(temporal)
     scattered = t[t.case.isin(["transpose.naive", "mem.global_store", "probe.scatter_store"])]
     assert scattered.rel_error.abs().max() <= 0.25, describe(scattered)
+
+
+def test_ragged_transposes_fills_follow_the_store_timing(comparison):
+    """Sectors two blocks of a transpose each write in part (output rows that start off a sector):
+    DRAM read-modify-writes a share of them (ncu: reads past the input). Plan h200_rmw_map crosses the
+    array size with the blocks between the two writers: the padded row transpose - near DRAM's limit -
+    fills more the larger its arrays at every distance, up to ~15 %; the unpadded one (stores slowed by
+    32-way conflicts) and the shared-memory transposes at the same shapes under half that. Where the
+    padded kernel fills more than 5 %, the time the model misses is one cost per fill within 3x
+    (~130-340 ps): the time error follows the fills, which the model does not predict."""
+    from perfmodel.report.transpose import fills_per_row_start
+
+    f = fills_per_row_start(comparison)
+    padded, others = f[f.kernel.eq("row transpose, pad 1")], f[~f.kernel.eq("row transpose, pad 1")]
+    assert len(padded) >= 12 and len(others) >= 12
+    for blocks, g in padded.groupby("blocks_apart"):
+        g = g.sort_values("array_mib")
+        if g.array_mib.iloc[-1] > 2 * g.array_mib.iloc[0]:
+            assert g.fills_pct.iloc[-1] > g.fills_pct.iloc[0], (blocks, describe(g))
+    assert others.fills_pct.max() < padded.fills_pct.max() / 2, describe(others)
+    heavy = padded[padded.fills_pct > 5].extra_s_per_fill
+    assert len(heavy) >= 8 and heavy.min() > 0 and heavy.max() < 3 * heavy.min(), heavy.describe()
 
 
 def test_ceiling_probes_are_consistent_but_not_counted(comparison):
@@ -609,7 +632,8 @@ def test_barrier_kernels_with_enough_loads_in_flight_stream(comparison):
     """transpose.rows issues four loads a thread before its barrier: its resident blocks cover DRAM's
     bandwidth-delay product and it runs at DRAM speed (within 10 %; the phase rule had it +11..+16 %);
     the one-load shared-memory transposes do not, and keep the phase rule. Output rows that do not
-    start on a sector (h200_ragged_rows: 3004, 3007 floats) past the whole L2 run slower: a gap."""
+    start on a sector (h200_ragged_rows, h200_rmw_map) past the whole L2 run slower, the padded kernel
+    up to 33 % (its DRAM read-modify-writes, the fills test): a gap."""
     rows = perfmodel.predict("transpose.rows", "h200", rows=4096, cols=4096, pad=1)
     assert rows.bound == "dram" and any("streams past its barriers" in n for n in rows.notes)
     assert perfmodel.predict("transpose.smem", "h200", rows=4096, cols=4096, tile=32, pad=1).bound == "barrier"
@@ -619,7 +643,7 @@ def test_barrier_kernels_with_enough_loads_in_flight_stream(comparison):
     assert len(padded) >= 7 and padded.rel_error.abs().max() < 0.12, describe(padded)
     assert len(aligned) >= 8 and aligned.rel_error.abs().max() < 0.12, describe(aligned)  # pad 0: phase rule
     ragged = t[~t.index.isin(aligned.index)]
-    assert len(ragged) >= 5 and (ragged.rel_error > -0.3).all() and (ragged.rel_error < 0.1).all(), describe(ragged)
+    assert len(ragged) >= 5 and (ragged.rel_error > -0.35).all() and (ragged.rel_error < 0.1).all(), describe(ragged)
 
 
 def test_block_alone_on_its_sm_pays_the_measured_round(comparison):

@@ -153,3 +153,18 @@ def proportional(df: pd.DataFrame, x: str, y: str, flag: str, path: Path, title:
     ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
     ax.legend(fontsize=7)
     return _save(fig, path)
+
+
+def groups(df: pd.DataFrame, x: str, y: str, group: str, path: Path, title: str, xlabel: str, ylabel: str,
+           label: str | None = None, logx: bool = False) -> str:
+    """Points, one marker and colour per `group` value; each point annotated with its `label` column."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, (g, d) in enumerate(df.groupby(group)):
+        ax.scatter(d[x], d[y], s=26, marker="osd^v<>"[i % 7], color=f"C{i}", label=f"{g} ({len(d)})")
+        for _, r in d.iterrows() if label else ():
+            ax.annotate(str(r[label]), (r[x], r[y]), fontsize=5.5, xytext=(3, 2), textcoords="offset points")
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    if logx:
+        ax.set_xscale("log", base=2)
+    ax.legend(fontsize=7)
+    return _save(fig, path)

@@ -62,14 +62,16 @@ REASONS: list[tuple[str, str, str]] = [
                                "and slow each other (h200_stage); the model takes the slower one alone"),
     ("time_s", "matmul.", "partial last waves: the model charges the busiest SM's blocks; blocks alone on an SM "
                           "at the end run at their own latency, neither a full wave nor a share of one"),
-    ("time_s", "transpose.rows", "output rows that do not start on a sector, past the whole L2 (h200_ragged_rows, "
-                                 "h200_partial: -12 % at half the rows off, -22/-27 % at 3/4 and 7/8): a shifted "
-                                 "copy's partial sectors, completed at once or by blocks 256-1024 later, cost "
-                                 "nothing (h200_split), so not the partial sectors alone; charging them the "
-                                 "read-modify-write rate fixed these but put held-out stencils and smaller "
-                                 "transposes 9-23 % over - not adopted. ncu (h200_l2_units): at 7/8 off no L2 "
-                                 "unit is busier than at 0 (crossbar 52 %, fabric 75 vs 90 %, DRAM 50 vs 70 %) "
-                                 "while warps wait 2.7x longer at the barrier for their loads"),
+    ("time_s", "transpose.rows", "output rows that do not start on a sector, past the whole L2: DRAM "
+                                 "read-modify-writes some of the sectors two blocks write in part, ~250 ps of "
+                                 "kernel time each - up to 15 % of them for the padded kernel, more the larger "
+                                 "its arrays and the more blocks between the writers, but 0.5-5 % for the "
+                                 "unpadded and shared-memory transposes at the same shapes (h200_rmw_map; the "
+                                 "transpose page) and ~0 for a shifted copy completed 256-1024 blocks later "
+                                 "(h200_split). Charging every such sector the read-modify-write rate put held-"
+                                 "out stencils and smaller transposes 9-23 % over - not adopted. ncu "
+                                 "(h200_l2_units): no L2 unit is busier than when aligned, while warps wait "
+                                 "2.7x longer at the barrier for their loads"),
     ("time_s", "transpose.smem", "TILE 16 (8 blocks per SM, 248 waves): the phase rule left them 5-18 % fast "
                                  "until refills queue for a busy block dispatcher (M/D/1 at its measured rate); "
                                  "a few remain 5-11 % fast, the dispatcher's queue and the phases interleave"),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,53 +16,8 @@ from ..models.overlap import staircase_level, streams_time
 from ..occupancy import curves
 from ..validate import l2_input_busy
 from . import figures
-
-
-@dataclass
-class Page:
-    name: str
-    study: str
-    title: str
-    headline: str = ""
-    text: str = ""
-    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
-    figures: list[tuple[str, str]] = field(default_factory=list)
-
-    def markdown(self) -> str:
-        parts = [f"# {self.title}\n", self.headline + "\n", self.text + "\n"]
-        for alt, f in self.figures:
-            parts.append(f"![{alt}]({f})\n")
-        for caption, df in self.tables:
-            parts.append(f"\n## {caption}\n\n" + markdown_table(df) + "\n")
-        return "\n".join(parts)
-
-
-def markdown_table(df: pd.DataFrame) -> str:
-    def cell(v: object) -> str:
-        return f"{v:.4g}" if isinstance(v, float) else str(v)
-
-    head = "| " + " | ".join(map(str, df.columns)) + " |\n|" + "---|" * len(df.columns)
-    body = "\n".join("| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False))
-    return head + "\n" + body
-
-
-def _p(df: pd.DataFrame, key: str) -> pd.Series:
-    return df.params.map(lambda s: json.loads(s).get(key))
-
-
-def _pivot(table: pd.DataFrame, study: str, metrics: list[str]) -> pd.DataFrame:
-    t = table[(table.study == study) & table.metric.isin(metrics)]
-    return t[["case_id", "metric", "predicted", "measured", "rel_error"]]
-
-
-def _accuracy(table: pd.DataFrame, study: str) -> str:
-    t = table[table.study == study]
-    parts = []
-    for kind, g in t.groupby("kind"):
-        err = g.rel_error.abs().replace(np.inf, np.nan)
-        parts.append(f"{kind}: {(g.rel_error == 0).sum()} exact, {(err <= 0.05).sum()}/{len(g)} within 5 %"
-                     + (f", MAPE {100 * err.mean():.1f} %" if kind == "time" else ""))
-    return "; ".join(parts)
+from .page import Page, accuracy, param, time_page
+from .transpose import transpose_study
 
 
 def occupancy_study(dev: DeviceSpec, data, table, ceil, folder: Path) -> Page:
@@ -100,7 +54,7 @@ def coalescing_study(dev, data, table, ceil, folder: Path) -> Page:
                                                                        "global_load_requests"])]
     w = t.pivot_table(index=["case_id", "params"], columns="metric", values=["predicted", "measured"]).reset_index()
     w.columns = ["_".join(x for x in c if x) for c in w.columns]
-    w["stride"], w["width"], w["offset"] = _p(w, "stride"), _p(w, "width"), _p(w, "offset")
+    w["stride"], w["width"], w["offset"] = param(w, "stride"), param(w, "width"), param(w, "offset")
     w["pred_spr"] = w.predicted_global_load_sectors / w.predicted_global_load_requests
     w["meas_spr"] = w.measured_global_load_sectors / w.measured_global_load_requests
     w["efficiency_pct"] = 100 * w.width * 32 / (32 * w.meas_spr)
@@ -109,7 +63,7 @@ def coalescing_study(dev, data, table, ceil, folder: Path) -> Page:
                       folder / "coalescing_sectors.png", "Sectors per request vs stride (offset 0)",
                       "stride (elements)", "sectors per request", group="width", logx=True)
     page.figures = [("sectors per request vs stride", f)]
-    page.headline = _accuracy(table, "coalescing")
+    page.headline = accuracy(table, "coalescing")
     page.text = ("Requests are one per warp instruction; sectors are the distinct 32-byte sectors the lanes "
                  "touch. Efficiency falls from 100 % at stride 1 to 4/128 = 3.1 % at 4-byte stride >= 8. "
                  "DRAM reads are counted in 64-byte sector pairs (a lone sector still costs 64 bytes), "
@@ -125,7 +79,7 @@ def banks_study(dev, data, table, ceil, folder: Path) -> Page:
     figs = []
     for case, metric in (("mem.shared_load", "smem_load_wavefronts"), ("mem.shared_store", "smem_store_wavefronts")):
         t = table[(table.case == case) & (table.metric == metric)].copy()
-        t["stride"], t["width"] = _p(t, "stride"), _p(t, "width")
+        t["stride"], t["width"] = param(t, "stride"), param(t, "width")
         inst = 264 * 2 * 4  # blocks x warps x repetitions of the strided instruction
         t["pred"], t["meas"] = t.predicted / inst, t.measured / inst
         figs.append((f"{case} wavefronts", figures.lines(
@@ -152,7 +106,7 @@ def banks_study(dev, data, table, ceil, folder: Path) -> Page:
             folder / "banks_stage_excess.png",
             "shared wavefronts: L1 data stage over per-instruction count", "extra wavefronts (%)")))
     page.figures = figs
-    page.headline = _accuracy(table, "banks")
+    page.headline = accuracy(table, "banks")
     excess = 100 * (1 / (1 + stage.rel_error) - 1) if len(stage) else stage.rel_error
     page.text = ("Every microbenchmark matches ncu exactly once three rules are in the model: lanes are served "
                  "as a whole warp (<= 4 B), half-warps (8 B) or quarter-warps (16 B); neighbouring groups "
@@ -175,7 +129,7 @@ def banks_study(dev, data, table, ceil, folder: Path) -> Page:
 def latency_study(dev, data, table, ceil, folder: Path) -> Page:
     page = Page("latency", "", "Latency staircase (pointer chase)")
     lat = data[data.metric == "cycles_per_load"].copy()
-    lat["bytes"] = _p(lat, "bytes")
+    lat["bytes"] = param(lat, "bytes")
     lat["op"] = lat.case.str.replace("probe.chase_", "")
     chase = lat[lat.op.isin(["ca", "cg", "cv"])].copy()
     levels = {k: getattr(ceil, f"latency_{k}_s") for k in ("l1", "l2", "dram")}
@@ -231,7 +185,7 @@ def ceilings_study(dev, data, table, ceil, folder: Path) -> Page:
     sweep = table[table.case.isin(["probe.read", "probe.copy"]) & table.kind.isin(["time", "time-ceiling"])
                   & table.params.str.contains('"vec":1') & ~table.params.str.contains('"smem_per_block":[1-9]')].copy()
     if len(sweep) > 4:
-        sweep["mib"] = 4 * _p(sweep, "n") / 2**20
+        sweep["mib"] = 4 * param(sweep, "n") / 2**20
         sweep["stream"] = sweep.case.str.replace("probe.", "", regex=False)
         page.figures.append(("stream size sweep", figures.lines(
             sweep, "mib", [("measured", "o", "measured"), ("predicted", "-", "model")], folder / "stream_sizes.png",
@@ -285,18 +239,6 @@ def _retention_figure(dev, table, ceil, folder: Path) -> str:
                              folder / "l2_retention.png", "What L2 keeps of a re-read working set")
 
 
-def _time_page(name: str, study: str, title: str, table: pd.DataFrame, folder: Path, text: str) -> Page:
-    t = table[(table.study == study) & (table.kind == "time")]
-    page = Page(name, study, title, headline=_accuracy(table, study), text=text)
-    f = figures.scatter(t, folder / f"{name}_time.png", f"{title}: time")
-    page.figures = [(f"{name} time", f)]
-    page.tables = [("Time: model, measurement, naive roofline", t[["case_id", "predicted", "measured", "rel_error",
-                                                                 "baseline"]]),
-                   ("Counters", table[(table.study == study) & table.kind.str.startswith("counter")]
-                    [["case_id", "metric", "predicted", "measured", "rel_error"]])]
-    return page
-
-
 def _placement_text(table: pd.DataFrame) -> str:
     """The naive matmul's L1-requested sectors with the recorded placements' sharing, per size, beside ncu's."""
     from ..placement import explained
@@ -311,7 +253,7 @@ MATMUL_SIZES = r"k=\d+,m=\d+,n=\d+,?"  # a matmul case id's sizes: what is left 
 
 
 def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
-    page = _time_page("matmul", "matmul", "Matrix multiplication variants", table, folder,
+    page = time_page("matmul", "matmul", "Matrix multiplication variants", table, folder,
                       "Global loads follow the textbook exactly (2mnk/TILE, (mnk/TILE)(1 + 1/C)); shared wavefronts "
                       "expose the corner-turning conflict (32-way at TILE 32 without padding, 8-way at 16). Up to 2048 "
                       "the whole problem sits in L2 and DRAM reads are compulsory; at 4096 B is streamed again for "
@@ -331,7 +273,7 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
                       "one grid row meet on an SM and share A's lines; the recorded placements explain it "
                       f"({_placement_text(table)}), the model keeps the per-block bound.")
     d = table[(table.metric == "dram_read_bytes") & (table.case.isin(["matmul.tiled", "matmul.coarsened"]))].copy()
-    d["m"] = _p(d, "m")
+    d["m"] = param(d, "m")
     d["variant"] = d.case_id.str.replace(MATMUL_SIZES, "", regex=True)
     page.figures.append(("DRAM reads vs size", figures.lines(
         d, "m", [("predicted", "-", "predicted"), ("measured", "o", "ncu")], folder / "matmul_dram.png",
@@ -349,7 +291,7 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
             "L2 read sectors measured over the model: what the L1s request, what the L2 slices count",
             "measured / model")))
     c = table[(table.case == "matmul.coarsened") & (table.kind == "time")].copy()
-    c["coarse"], c["m"] = _p(c, "coarse"), _p(c, "m")
+    c["coarse"], c["m"] = param(c, "coarse"), param(c, "m")
     page.figures.append(("coarsening sweep", figures.lines(
         c[c.m >= 2048], "coarse", [("predicted", "-", "predicted"), ("measured", "o", "measured")],
         folder / "matmul_coarsening.png", "Coarsening sweep", "COARSE_FACTOR", "s", group="m", logy=True)))
@@ -381,106 +323,10 @@ def _rounds_alone(dev, table) -> pd.DataFrame | None:
     return pd.DataFrame(rows) if rows else None
 
 
-def _rate(c) -> str:
-    return f"{c.value / 1e9:.0f} G/s" if c else "unmeasured"
-
-
-def transpose_study(dev, data, table, ceil, folder: Path) -> Page:
-    rows = table[table.case.eq("transpose.naive_rows") & table.metric.eq("dram_read_bytes")
-                 & table.kind.eq("counter")].copy()
-    rows["block_rows"], rows["size"] = _p(rows, "block_rows"), _p(rows, "rows")
-    rows["footprint_mib"] = 8 * rows["size"] ** 2 / 2**20
-    rows["excess_pct"] = 100 * (rows.measured / rows.predicted - 1)
-
-    def excess(sel) -> str:
-        e = rows.excess_pct[sel].round(1)
-        if not len(e):
-            return "not measured"
-        return f"{e.min()} %" if e.min() == e.max() else f"{e.min()}-{e.max()} %"
-
-    smallest, fits = rows["size"].min(), 8 * rows["size"] ** 2 < dev.l2_bytes
-    partition_mib = dev.l2_partition_bytes / 2**20
-    page = _time_page("transpose", "transpose", "Transpose variants", table, folder,
-                      "Counters match. The shared-memory versions load, wait at a barrier, then work in "
-                      "shared memory: one DRAM latency per wave is exposed, and a block's shorter phase hides "
-                      "only behind the other B - 1 resident blocks (max(load, work) + the shorter / (B - 1); "
-                      "with B = 2 the blocks run in step and nothing hides; a form chosen among three on these "
-                      "cases). The naive kernel is bound by L2 write requests: one per (store, line), 32 per "
-                      f"warp store, at the rate probe.store_lines measures ({_rate(ceil.l2_write_requests_per_s)} "
-                      f"when L2 holds the line, {_rate(ceil.l2_write_fill_requests_per_s)} for the first write "
-                      f"of a whole sector, {_rate(ceil.l2_write_rmw_requests_per_s)} for a sector written in "
-                      "part that must be read from DRAM first); first writes cost fills once the arrays "
-                      f"outgrow one L2 partition ({partition_mib:.0f} MiB: measured, the time steps up by "
-                      "1984², not at the whole L2); with 32 x 1 threads per block it is bound by block "
-                      "launches. Counters match apart from the naive kernel's DRAM bytes: L2 fills some of "
-                      "the sectors it writes in 4-byte pieces from DRAM (ncu's lts__d_sectors_fill_device is "
-                      f"exactly its DRAM reads) - {excess(rows['size'] == smallest)} at {smallest}², "
-                      f"{excess(fits & (rows['size'] > smallest))} above that where both arrays fit in L2, "
-                      f"{excess(~fits)} past L2, most at 2 and 4 block rows (below). Only sectors L2 holds no "
-                      "data of are filled: with the output read or written into L2 first, the fills vanish at "
-                      "2048² (checks/fills_check.csv). Not modelled: neither capacity nor the completion of "
-                      "sectors, 64-byte pairs or lines explains how many. Blocks of fewer than 8 rows write "
-                      "their sectors in part, yet cost no read-modify-write: the blocks beside them complete "
-                      "the sectors.")
-    if len(rows):
-        page.figures.append(("naive transpose block shapes", figures.lines(
-            rows, "footprint_mib", [("excess_pct", "o-", "DRAM reads")], folder / "transpose_naive_rows.png",
-            "Naive transpose at 32 x block_rows threads: DRAM reads over the arrays (ncu, L2 emptied first)",
-            "arrays read and written (MiB)", "excess over the model (%)", group="block_rows", logx=True,
-            marks=[(partition_mib, "one L2 partition"), (dev.l2_bytes / 2**20, "L2")])))
-    page.text += _partial_sectors(table, folder, page)
-    t = table[(table.study == "transpose") & (table.kind == "time")]
-    page.figures.append(("transpose bars", figures.bars(
-        [c.replace("transpose.", "") for c in t.case_id], {"predicted": list(t.predicted * 1e6),
-                                                           "measured": list(t.measured * 1e6),
-                                                           "naive roofline": list(t.baseline * 1e6)},
-        folder / "transpose_bars.png", "Transpose: time", "µs")))
-    return page
-
-
-def _partial_sectors(table: pd.DataFrame, folder: Path, page: Page) -> str:
-    """Sectors written in part that a later block completes: the padded row transpose into rows that
-    start off a sector (time against the share of such rows) beside probe.split_store (a shifted copy
-    whose neighbouring segments are stored `dist` warps apart)."""
-    rows = table[table.case.eq("transpose.rows") & table.kind.eq("time")].copy()
-    rows = rows[(_p(rows, "cols") == 8556) & (_p(rows, "pad") == 1)]
-    if len(rows):
-        pitch = (4 * _p(rows, "rows")) % 32  # bytes a row start moves off a sector, row to row
-        rows["off_share"] = [1 - 1 / (32 // np.gcd(int(b), 32)) if b else 0.0 for b in pitch]
-        rows["measured_us"], rows["predicted_us"] = 1e6 * rows.measured, 1e6 * rows.predicted
-        page.figures.append(("ragged row transposes", figures.lines(
-            rows, "off_share", [("measured_us", "o-", "measured"), ("predicted_us", "x--", "model")],
-            folder / "transpose_ragged_rows.png", "Padded row transpose 3000-3008 x 8556 (98 MiB each way)",
-            "share of output rows that start off a sector", "time (µs)")))
-    split = table[table.case.eq("probe.split_store") & table.kind.eq("time")].copy()
-    if len(split):
-        split = split[_p(split, "n") == _p(split, "n").max()]
-        split["dist"], split["offset"] = _p(split, "dist"), _p(split, "offset")
-        split["measured_us"], split["predicted_us"] = 1e6 * split.measured, 1e6 * split.predicted
-        page.figures.append(("shifted copies", figures.lines(
-            split[split.offset.isin([0, 4])], "dist", [("measured_us", "o-", "measured"),
-                                                      ("predicted_us", "x--", "model")],
-            folder / "split_store.png", "probe.split_store, 256 MiB: a copy stored 0 or 4 bytes off sectors",
-            "warps between the two writers of a shared sector", "time (µs)", group="offset", logx=True)))
-    return (" Sectors written in part cost the row transpose dearly past L2: into 3001-3007-float rows "
-            "(each row's 128-byte pieces start 4-28 bytes off a sector, the partial sector completed by "
-            "the next block row, ~270 blocks later) it runs up to 44 % slower than into 3000- or "
-            "3008-float rows at the same DRAM bytes, growing with the share of rows that start off a "
-            "sector (below; h200_ragged_rows, h200_partial). A copy stored 4, 16 or 28 bytes off runs as "
-            "fast as an aligned one, whether the next warp completes the shared sector at once or a warp "
-            "2048-8192 warps (256-1024 blocks, up to 2 MiB of traffic) later - and reads nothing more "
-            "from DRAM (probe.split_store, h200_split); only 65536 warps later (16 MiB) has L2 lost a third "
-            "of the partial sectors first (DRAM +17 % both ways, 33 % slower). So the row transpose's loss "
-            "is not the partial sectors alone; what it is - the barrier between its loads and stores, "
-            "its 32 output rows 12 KB apart per block - is not found, and not modelled (26-27 % under at "
-            "7 of 8 rows off). The model keeps a sector written in part as completed while less than half "
-            "an L2 partition's traffic lies between its writers, else charges a read-modify-write.")
-
-
 def stencil_study(dev, data, table, ceil, folder: Path) -> Page:
     err = table[(table.case == "stencil.temporal") & (table.kind == "time")].rel_error
     within = f"within {100 * err.min():+.0f}..{100 * err.max():+.0f} %" if len(err) else "not timed"
-    page = _time_page("stencil", "stencil", "Wave-equation stencil: naive vs temporal blocking", table, folder,
+    page = time_page("stencil", "stencil", "Wave-equation stencil: naive vs temporal blocking", table, folder,
                       "The naive step is DRAM-bound and the model is within a few percent at large scenes. "
                       "Temporal blocking cuts DRAM traffic by STEPS but pays the halo ((T+2S)^2/T^2), "
                       "redundant updates and integer index arithmetic: it is bound by instruction issue. The "
@@ -489,11 +335,11 @@ def stencil_study(dev, data, table, ceil, folder: Path) -> Page:
                       "plus the load phase and the barrier latency; two 1024-thread blocks per SM run their "
                       f"phases in step and hide nothing of each other ({within}).")
     t = table[(table.case == "stencil.temporal") & (table.kind == "time")].copy()
-    t["steps"], t["ppt"], t["nx"] = _p(t, "steps"), _p(t, "ppt"), _p(t, "nx")
+    t["steps"], t["ppt"], t["nx"] = param(t, "steps"), param(t, "ppt"), param(t, "nx")
     t = t[t.nx == t.nx.max()]
     t["pred_step"], t["meas_step"] = t.predicted / t.steps, t.measured / t.steps
     naive = table[(table.case == "stencil.naive") & (table.kind == "time")]
-    naive_big = naive[_p(naive, "nx") == t.nx.max()]
+    naive_big = naive[param(naive, "nx") == t.nx.max()]
     marks = []
     if len(naive_big):
         t["naive_step"] = float(naive_big.measured.iloc[0])
@@ -515,9 +361,9 @@ def streams_study(dev, data, table, ceil, folder: Path) -> Page:
     page = Page("streams", "", "Streams: copy/compute overlap")
     ev = data[(data.case == "streams.vadd") & (data.metric == "event_s")].copy()
     ev = ev[ev.run_id == ev.run_id.max()]  # one run's timeline
-    ev["streams"] = _p(ev, "streams")
+    ev["streams"] = param(ev, "streams")
     tot = data[(data.case == "streams.vadd") & (data.metric == "time_s") & (data.stat == "median")].copy()
-    tot["streams"] = _p(tot, "streams")
+    tot["streams"] = param(tot, "streams")
     tot = tot.groupby("streams", as_index=False).value.median()  # median over recorded runs
     if not len(tot):
         page.headline = "no recorded streams run"
@@ -542,13 +388,13 @@ def streams_study(dev, data, table, ceil, folder: Path) -> Page:
 def latency_hiding_study(dev, data, table, ceil, folder: Path) -> Page:
     page = Page("latency_hiding", "", "Latency hiding: bandwidth vs occupancy")
     t = table[(table.case == "probe.read") & (table.kind == "time")].copy()
-    t = t[_p(t, "smem_per_block") > 0]
+    t = t[param(t, "smem_per_block") > 0]
     if not len(t):
         page.headline = "no recorded occupancy sweep"
         return page
-    t["warps"] = 8 * _p(t, "blocks") / dev.sm_count
-    t["vec"] = _p(t, "vec").map({0: "float, 1 load in flight", 1: "float4, 4 loads in flight"})
-    nbytes = 4 * _p(t, "n")
+    t["warps"] = 8 * param(t, "blocks") / dev.sm_count
+    t["vec"] = param(t, "vec").map({0: "float, 1 load in flight", 1: "float4, 4 loads in flight"})
+    nbytes = 4 * param(t, "n")
     t["measured_bw"], t["predicted_bw"] = nbytes / t.measured, nbytes / t.predicted
     f = figures.lines(t, "warps", [("measured_bw", "o", "measured"), ("predicted_bw", "-", "model")],
                       folder / "latency_hiding.png", "Read bandwidth vs resident warps per SM", "warps per SM",

@@ -1,0 +1,66 @@
+"""A report page (title, sentences, figures, tables) and the helpers every study's page uses."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import figures
+
+
+@dataclass
+class Page:
+    name: str
+    study: str
+    title: str
+    headline: str = ""
+    text: str = ""
+    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)
+    figures: list[tuple[str, str]] = field(default_factory=list)
+
+    def markdown(self) -> str:
+        parts = [f"# {self.title}\n", self.headline + "\n", self.text + "\n"]
+        for alt, f in self.figures:
+            parts.append(f"![{alt}]({f})\n")
+        for caption, df in self.tables:
+            parts.append(f"\n## {caption}\n\n" + markdown_table(df) + "\n")
+        return "\n".join(parts)
+
+
+def markdown_table(df: pd.DataFrame) -> str:
+    def cell(v: object) -> str:
+        return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+    head = "| " + " | ".join(map(str, df.columns)) + " |\n|" + "---|" * len(df.columns)
+    body = "\n".join("| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False))
+    return head + "\n" + body
+
+
+def param(df: pd.DataFrame, key: str) -> pd.Series:
+    return df.params.map(lambda s: json.loads(s).get(key))
+
+
+def accuracy(table: pd.DataFrame, study: str) -> str:
+    t = table[table.study == study]
+    parts = []
+    for kind, g in t.groupby("kind"):
+        err = g.rel_error.abs().replace(np.inf, np.nan)
+        parts.append(f"{kind}: {(g.rel_error == 0).sum()} exact, {(err <= 0.05).sum()}/{len(g)} within 5 %"
+                     + (f", MAPE {100 * err.mean():.1f} %" if kind == "time" else ""))
+    return "; ".join(parts)
+
+
+def time_page(name: str, study: str, title: str, table: pd.DataFrame, folder: Path, text: str) -> Page:
+    t = table[(table.study == study) & (table.kind == "time")]
+    page = Page(name, study, title, headline=accuracy(table, study), text=text)
+    f = figures.scatter(t, folder / f"{name}_time.png", f"{title}: time")
+    page.figures = [(f"{name} time", f)]
+    page.tables = [("Time: model, measurement, naive roofline", t[["case_id", "predicted", "measured", "rel_error",
+                                                                 "baseline"]]),
+                   ("Counters", table[(table.study == study) & table.kind.str.startswith("counter")]
+                    [["case_id", "metric", "predicted", "measured", "rel_error"]])]
+    return page

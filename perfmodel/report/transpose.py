@@ -1,0 +1,172 @@
+"""The transpose study: the variants' time and counters, the naive kernel's DRAM fills, and what
+sectors written in part by two blocks cost."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import figures
+from .page import Page, param, time_page
+
+
+def _rate(c) -> str:
+    return f"{c.value / 1e9:.0f} G/s" if c else "unmeasured"
+
+
+def transpose_study(dev, data, table, ceil, folder: Path) -> Page:
+    rows = table[table.case.eq("transpose.naive_rows") & table.metric.eq("dram_read_bytes")
+                 & table.kind.eq("counter")].copy()
+    rows["block_rows"], rows["size"] = param(rows, "block_rows"), param(rows, "rows")
+    rows["footprint_mib"] = 8 * rows["size"] ** 2 / 2**20
+    rows["excess_pct"] = 100 * (rows.measured / rows.predicted - 1)
+
+    def excess(sel) -> str:
+        e = rows.excess_pct[sel].round(1)
+        if not len(e):
+            return "not measured"
+        return f"{e.min()} %" if e.min() == e.max() else f"{e.min()}-{e.max()} %"
+
+    smallest, fits = rows["size"].min(), 8 * rows["size"] ** 2 < dev.l2_bytes
+    partition_mib = dev.l2_partition_bytes / 2**20
+    page = time_page("transpose", "transpose", "Transpose variants", table, folder,
+                      "Counters match. The shared-memory versions load, wait at a barrier, then work in "
+                      "shared memory: one DRAM latency per wave is exposed, and a block's shorter phase hides "
+                      "only behind the other B - 1 resident blocks (max(load, work) + the shorter / (B - 1); "
+                      "with B = 2 the blocks run in step and nothing hides; a form chosen among three on these "
+                      "cases). The naive kernel is bound by L2 write requests: one per (store, line), 32 per "
+                      f"warp store, at the rate probe.store_lines measures ({_rate(ceil.l2_write_requests_per_s)} "
+                      f"when L2 holds the line, {_rate(ceil.l2_write_fill_requests_per_s)} for the first write "
+                      f"of a whole sector, {_rate(ceil.l2_write_rmw_requests_per_s)} for a sector written in "
+                      "part that must be read from DRAM first); first writes cost fills once the arrays "
+                      f"outgrow one L2 partition ({partition_mib:.0f} MiB: measured, the time steps up by "
+                      "1984², not at the whole L2); with 32 x 1 threads per block it is bound by block "
+                      "launches. Counters match apart from the naive kernel's DRAM bytes: L2 fills some of "
+                      "the sectors it writes in 4-byte pieces from DRAM (ncu's lts__d_sectors_fill_device is "
+                      f"exactly its DRAM reads) - {excess(rows['size'] == smallest)} at {smallest}², "
+                      f"{excess(fits & (rows['size'] > smallest))} above that where both arrays fit in L2, "
+                      f"{excess(~fits)} past L2, most at 2 and 4 block rows (below). Only sectors L2 holds no "
+                      "data of are filled: with the output read or written into L2 first, the fills vanish at "
+                      "2048² (checks/fills_check.csv). Not modelled: neither capacity nor the completion of "
+                      "sectors, 64-byte pairs or lines explains how many. Blocks of fewer than 8 rows write "
+                      "their sectors in part, yet cost no read-modify-write: the blocks beside them complete "
+                      "the sectors.")
+    if len(rows):
+        page.figures.append(("naive transpose block shapes", figures.lines(
+            rows, "footprint_mib", [("excess_pct", "o-", "DRAM reads")], folder / "transpose_naive_rows.png",
+            "Naive transpose at 32 x block_rows threads: DRAM reads over the arrays (ncu, L2 emptied first)",
+            "arrays read and written (MiB)", "excess over the model (%)", group="block_rows", logx=True,
+            marks=[(partition_mib, "one L2 partition"), (dev.l2_bytes / 2**20, "L2")])))
+    page.text += _partial_sectors(table, folder, page) + _fill_map(table, folder, page)
+    t = table[(table.study == "transpose") & (table.kind == "time")]
+    page.figures.append(("transpose bars", figures.bars(
+        [c.replace("transpose.", "") for c in t.case_id], {"predicted": list(t.predicted * 1e6),
+                                                           "measured": list(t.measured * 1e6),
+                                                           "naive roofline": list(t.baseline * 1e6)},
+        folder / "transpose_bars.png", "Transpose: time", "µs")))
+    return page
+
+
+def off_sector_share(rows: pd.Series) -> np.ndarray:
+    """The share of output rows `rows` floats long that start off a 32-byte sector (row starts move
+    4 * rows bytes, modulo 32, from one to the next)."""
+    pitch = (4 * rows.to_numpy()) % 32
+    return np.array([1 - 1 / (32 // np.gcd(int(b), 32)) if b else 0.0 for b in pitch])
+
+
+def fills_per_row_start(table: pd.DataFrame) -> pd.DataFrame:
+    """Per ragged transpose (output rows off a sector; row and shared-memory kernels): the DRAM reads
+    past the input (ncu), in sectors, per tile boundary inside an output row where a row starts off a
+    sector - the sectors two blocks each write in part, `cols / TILE` blocks apart - beside the model's
+    time error. Left out where the model itself reads more than the input."""
+    t = table[table.case.isin(["transpose.rows", "transpose.smem"]) & table.kind.isin(["counter", "time"])
+              & table.metric.isin(["dram_read_bytes", "time_s"])]
+    wide = t.pivot_table(index=["case", "case_id", "params"], columns="metric",
+                         values=["predicted", "measured", "rel_error"]).dropna().reset_index()
+    if not len(wide):
+        return pd.DataFrame()
+    rows, cols = param(wide, "rows"), param(wide, "cols")
+    tile = param(wide, "tile").fillna(32).astype(int)
+    inputs = 4.0 * rows * cols
+    shared = cols * (np.ceil(rows / tile) - 1) * off_sector_share(rows)
+    kernel = np.where(wide.case == "transpose.rows", "row transpose, pad " + param(wide, "pad").astype(str),
+                      "shared-memory transpose, TILE " + tile.astype(str))
+    out = pd.DataFrame({"kernel": kernel, "case_id": wide.case_id, "array_mib": inputs / 2**20,
+                        "blocks_apart": np.ceil(cols / tile).astype(int),
+                        "fills_pct": 100 * (wide["measured"]["dram_read_bytes"] - inputs) / 32 / shared,
+                        "time_error_pct": 100 * wide["rel_error"]["time_s"],
+                        "extra_s_per_fill": (wide["measured"]["time_s"] - wide["predicted"]["time_s"])
+                        / ((wide["measured"]["dram_read_bytes"] - inputs) / 32)})
+    modelled = wide["predicted"]["dram_read_bytes"] > inputs * 1.001
+    return out[(shared > 0) & ~modelled.to_numpy()].reset_index(drop=True)
+
+
+def _fill_map(table: pd.DataFrame, folder: Path, page: Page) -> str:
+    """How many of the shared partial sectors DRAM read-modify-writes, by kernel, array size and the
+    blocks between the two writers (plan h200_rmw_map crosses the last two), and what it costs."""
+    f = fills_per_row_start(table)
+    if not len(f):
+        return ""
+    page.figures.append(("fills per off-sector row start", figures.groups(
+        f, "array_mib", "fills_pct", "kernel", folder / "transpose_fills.png",
+        "Ragged transposes: shared partial sectors DRAM fills (ncu)",
+        "one array (MiB); labels: blocks between the two writers", "DRAM fills per shared partial sector (%)",
+        label="blocks_apart", logx=True)))
+    page.figures.append(("time error against fills", figures.groups(
+        f, "fills_pct", "time_error_pct", "kernel", folder / "transpose_fills_time.png",
+        "Ragged transposes: time error against the fills", "DRAM fills per shared partial "
+        "sector (%)", "model vs measured time (%)")))
+    padded = f[f.kernel.eq("row transpose, pad 1")]
+    others = f[~f.kernel.eq("row transpose, pad 1")]
+    heavy = padded[padded.fills_pct > 5]
+    cost = f" (~{1e12 * heavy.extra_s_per_fill.median():.0f} ps of kernel time each, median)" if len(heavy) else ""
+    return (f" How many of those shared sectors DRAM read-modify-writes (figure below, {len(f)} ragged "
+            f"transposes): the padded row transpose, the one kernel here that runs near DRAM's limit, "
+            f"{padded.fills_pct.min():.1f}-{padded.fills_pct.max():.1f} %, more the larger its arrays and the "
+            f"more blocks between the two writers (h200_rmw_map crosses the two); the unpadded one, whose "
+            f"stores trickle out behind 32-way conflicts, and the shared-memory transposes at the same shapes "
+            f"{others.fills_pct.min():.1f}-{others.fills_pct.max():.1f} %. The padded kernel's time error "
+            f"follows its fills{cost}: {padded.time_error_pct.min():+.0f} to {padded.time_error_pct.max():+.0f} "
+            "% against the others' "
+            f"{others.time_error_pct.min():+.0f} to {others.time_error_pct.max():+.0f} %. Not modelled: the "
+            "share depends on how the kernel's stores are timed, which the access description does not say.")
+
+
+def _partial_sectors(table: pd.DataFrame, folder: Path, page: Page) -> str:
+    """Sectors written in part that a later block completes: the padded row transpose into rows that
+    start off a sector (time against the share of such rows) beside probe.split_store (a shifted copy
+    whose neighbouring segments are stored `dist` warps apart)."""
+    rows = table[table.case.eq("transpose.rows") & table.kind.eq("time")].copy()
+    rows = rows[(param(rows, "cols") == 8556) & (param(rows, "pad") == 1)]
+    if len(rows):
+        rows["off_share"] = off_sector_share(param(rows, "rows"))
+        rows["measured_us"], rows["predicted_us"] = 1e6 * rows.measured, 1e6 * rows.predicted
+        page.figures.append(("ragged row transposes", figures.lines(
+            rows, "off_share", [("measured_us", "o-", "measured"), ("predicted_us", "x--", "model")],
+            folder / "transpose_ragged_rows.png", "Padded row transpose 3000-3008 x 8556 (98 MiB each way)",
+            "share of output rows that start off a sector", "time (µs)")))
+    split = table[table.case.eq("probe.split_store") & table.kind.eq("time")].copy()
+    if len(split):
+        split = split[param(split, "n") == param(split, "n").max()]
+        split["dist"], split["offset"] = param(split, "dist"), param(split, "offset")
+        split["measured_us"], split["predicted_us"] = 1e6 * split.measured, 1e6 * split.predicted
+        page.figures.append(("shifted copies", figures.lines(
+            split[split.offset.isin([0, 4])], "dist", [("measured_us", "o-", "measured"),
+                                                      ("predicted_us", "x--", "model")],
+            folder / "split_store.png", "probe.split_store, 256 MiB: a copy stored 0 or 4 bytes off sectors",
+            "warps between the two writers of a shared sector", "time (µs)", group="offset", logx=True)))
+    return (" Sectors written in part cost the row transpose dearly past L2: into 3001-3007-float rows "
+            "(each row's 128-byte pieces start 4-28 bytes off a sector, the partial sector completed by "
+            "the next block row, ~270 blocks later) it runs up to 44 % slower than into 3000- or "
+            "3008-float rows at the same DRAM bytes, growing with the share of rows that start off a "
+            "sector (below; h200_ragged_rows, h200_partial). A copy stored 4, 16 or 28 bytes off runs as "
+            "fast as an aligned one, whether the next warp completes the shared sector at once or a warp "
+            "2048-8192 warps (256-1024 blocks, up to 2 MiB of traffic) later - and reads nothing more "
+            "from DRAM (probe.split_store, h200_split); only 65536 warps later (16 MiB) has L2 lost a third "
+            "of the partial sectors first (DRAM +17 % both ways, 33 % slower). So the row transpose's loss "
+            "is not the partial sectors alone; what it is - the barrier between its loads and stores, "
+            "its 32 output rows 12 KB apart per block - is not found, and not modelled. The model keeps a "
+            "sector written in part as completed while less than half an L2 partition's traffic lies "
+            "between its writers, else charges a read-modify-write.")
