@@ -64,6 +64,10 @@ class Ceilings:
     # what a buffer read again and again loses from L2 between passes: ((footprint bytes, share), ...)
     l2_retention: tuple[tuple[float, float], ...] = ()
     l2_retention_probe: Ceiling | None = None  # where the curve comes from; value: the footprint losing half
+    # sectors warps complete in 4-byte pieces while L2's write requests bound the kernel: the share of the
+    # written bytes L2 fills from DRAM and writes back twice, by the bytes the kernel moves ((bytes, share), ...)
+    l2_piece_fills: tuple[tuple[float, float], ...] = ()
+    l2_piece_fills_probe: Ceiling | None = None  # where the curve comes from; value: its largest share
 
     def l2_loss(self, footprint_bytes: float) -> float | None:
         """The share of a re-read buffer L2 has lost by the next pass (measured; None where not)."""
@@ -71,6 +75,14 @@ class Ceilings:
             return None
         x, y = zip(*self.l2_retention, strict=True)
         return float(np.interp(footprint_bytes, x, y))
+
+    def piece_fill_share(self, moved_bytes: float) -> float:
+        """The share of a piece-writing kernel's written bytes L2 fills and writes back twice (measured
+        curve, interpolated by the bytes the kernel moves; 0 where not measured)."""
+        if not self.l2_piece_fills:
+            return 0.0
+        x, y = zip(*self.l2_piece_fills, strict=True)
+        return float(np.interp(moved_bytes, x, y))
 
     def dram_time_s(self, read_bytes: float, write_bytes: float) -> float:
         """DRAM time of a read/write mix: reads at the read-only rate, and writes at what makes
@@ -230,6 +242,30 @@ def _l2_input_rate(dev: DeviceSpec):
     return pick
 
 
+def _l2_piece_fills(data) -> dict[str, object]:
+    """transpose.naive_rows at 32 x 8 threads under ncu (each warp writes one 4-byte word of 32 lines,
+    a block completes its sectors, blocks a grid row apart its lines; bound by L2's write requests):
+    its DRAM reads past the input, over the bytes it writes, by the bytes it moves (input and output)."""
+    sel = data[(data.source == "ncu") & (data.case == "transpose.naive_rows") & (data.metric == "dram__bytes_read.sum")]
+    reads = sel.groupby(["case_id", "params"]).value.median().reset_index()
+    pts: dict[int, list[float]] = {}
+    cases = []
+    for cid, params, value in zip(reads.case_id, reads.params, reads.value, strict=True):
+        p = json.loads(params)
+        if p.get("block_rows") != 8:
+            continue
+        array = 4 * p["rows"] * p["cols"]
+        pts.setdefault(2 * array, []).append(max(value / array - 1, 0.0))
+        cases.append(cid)
+    if len(pts) < 4:
+        return {}
+    curve = tuple(sorted((float(x), float(np.median(v))) for x, v in pts.items()))
+    return {"l2_piece_fills": curve, "l2_piece_fills_probe": Ceiling(
+        "L2 fills of sectors completed in 4-byte pieces (largest share)", max(y for _, y in curve), "",
+        f"measured: transpose.naive_rows (32 x 8 threads) under ncu at {len(pts)} sizes, "
+        f"{min(pts) >> 20}-{max(pts) >> 20} MiB moved", tuple(sorted(cases)))}
+
+
 def _l1_store_combine(data) -> Ceiling | None:
     """The share of (store, line) pairs L1 combines when a block's 8 warps, each having loaded first,
     write the same lines (probe.piece_store, dist 1, the largest launch): 1 - ncu's L2 write requests
@@ -364,6 +400,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
             extra["blocks_per_s"] = Ceiling("thread blocks launched and retired", m[0], "1/s", f"measured: {m[1]}")
         extra.update(_loaded_latency(data, dev))
         extra.update(_l2_retention(data))
+        extra.update(_l2_piece_fills(data))
         for key, case, what, match in (
                 ("barrier_round_idle_s", "probe.barrier_rounds", "one block per SM, no FMA chain",
                  {"work": 0, "blocks_per_sm": 1}),

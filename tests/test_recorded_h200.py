@@ -100,20 +100,19 @@ def matmul_b_mib(t) -> pd.Series:
 
 
 def test_dram_reads(comparison):
-    """Within 5 % but for three known gaps: the naive transposes (scattered 4-byte stores, L2 fills:
-    up to +10 %), and matmuls whose B is 20-60 MiB (plans/h200_reuse.toml): they lose 0-100 % of B
-    between re-reads by variant, the model a share linear between one L2 partition and the whole L2
-    (-59..+39 %; the step it replaced was off by up to 4x)."""
+    """Within 5 % but for two known gaps: matmuls whose B is 20-60 MiB (plans/h200_reuse.toml): they lose
+    0-100 % of B between re-reads by variant, the model a share linear between one L2 partition and the
+    whole L2 (-59..+39 %; the step it replaced was off by up to 4x), and the shifted copy below. The naive
+    transposes' L2 fills are modelled by a curve measured on those at 32 x 8 threads (their rows are
+    'counter-ceiling': shown, not counted); every other naive transpose within 5 % (test below)."""
     t = comparison[(comparison.metric == "dram_read_bytes") & (comparison.kind == "counter")]
-    naive = t.case_id.str.startswith("transpose.naive")
     band = matmul_b_mib(t).between(20, 60)
     # a shifted copy whose partial sectors are completed ~8 waves later: L2 has lost about a third of
     # the pieces by then (+17 % reads), the model takes all as read-modify-written (+28 % over)
     late = _late_partials(t)
-    bad = t[~naive & ~band & ~late & (t.rel_error.abs() > 0.05)]
+    bad = t[~band & ~late & (t.rel_error.abs() > 0.05)]
     assert bad.empty, describe(bad)
     assert late.sum() >= 2 and t[late].rel_error.between(-0.05, 0.3).all(), describe(t[late])
-    assert t[naive].rel_error.between(-0.10, 0).all(), describe(t[naive])
     assert band.sum() >= 15 and t[band].rel_error.abs().max() < 0.6, describe(t[band])
 
 
@@ -141,15 +140,17 @@ def test_naive_transpose_block_shapes(comparison):
     assert len(timed) >= 40
     assert timed.rel_error.abs().max() < 0.10, describe(timed)
     assert timed.rel_error.abs().mean() < 0.035, describe(timed)
-    reads = t[t.metric == "dram_read_bytes"].set_index("case_id")
-    assert reads.rel_error.between(-0.11, 0).all(), describe(reads)
+    reads = t[(t.metric == "dram_read_bytes") & (t.kind == "counter")]
+    assert len(reads) >= 20 and reads.rel_error.abs().max() < 0.05, describe(reads)
 
 
 def test_naive_transpose_fills_partial_sectors_from_dram(recorded):
     """The naive transposes' extra DRAM reads are L2 filling sectors from DRAM (lts__d_sectors_fill_device
     x 32 B equals dram__bytes_read) - sectors the kernel writes in 4-byte pieces, since its reads are
     the input's sectors once (L2 read misses = the input). Not capacity: none at 1024² (8 MiB), yet
-    1.4-6.3 % at 1536²-2560², where both arrays fit in L2; up to 10 % beyond. Not modelled (a gap)."""
+    1.4-6.3 % at 1536²-2560², where both arrays fit in L2; up to 10 % beyond. The model takes the share
+    measured at 32 x 8 threads, by the bytes moved, where L2's write requests bound the kernel (test
+    below; 32 x 1 blocks, bound by launches, fill under 2.5 %)."""
     n = recorded[(recorded.source == "ncu") & recorded.case.isin(["transpose.naive", "transpose.naive_rows"])]
     w = n.pivot_table(index="case_id", columns="metric", values="value", aggfunc="last")
     w = w.dropna(subset=["lts__d_sectors_fill_device.sum"])
@@ -165,6 +166,30 @@ def test_naive_transpose_fills_partial_sectors_from_dram(recorded):
     fits = (rows >= 1536) & (8 * rows * cols < H200.l2_bytes) & (block_rows > 1)  # 32 x 1 blocks: < 0.5 %
     assert fits.sum() >= 8 and (excess[fits] > 0.01).all() and (excess[fits] < 0.07).all(), excess[fits]
     assert excess.max() < 0.11
+
+
+def test_naive_transpose_fills_follow_one_measured_curve(comparison):
+    """The share of a naive transpose's written sectors L2 fills and writes back twice, measured on
+    transpose.naive_rows at 32 x 8 threads (ncu's DRAM reads, by the bytes moved: Ceilings.l2_piece_fills)
+    and applied where L2's write requests bound a kernel that writes its sectors in 4-byte pieces:
+    every other naive transpose's DRAM reads and writes (the 32 x 8 kernel at 6000² and 8192², 2 to 32
+    block rows) within 5 % (they were up to -10 %), the curve's own cases shown apart; the held-out
+    draws (never used for the curve) test it out of sample."""
+    from perfmodel.ceilings import ceilings
+
+    c = ceilings("h200")
+    assert len(c.l2_piece_fills) >= 10 and c.l2_piece_fills_probe.source.startswith("measured")
+    assert c.piece_fill_share(8 << 20) < 0.005 and 0.06 < c.piece_fill_share(512 << 20) < 0.11
+    t = comparison[comparison.case.isin(["transpose.naive", "transpose.naive_rows"])]
+    reads = t[t.metric == "dram_read_bytes"]
+    assert (reads.kind == "counter-ceiling").sum() >= 10
+    counted = reads[reads.kind == "counter"]
+    assert len(counted) >= 25 and counted.rel_error.abs().max() < 0.05, describe(counted)
+    big = t[(t.metric == "dram_write_bytes") & (t.predicted >= 16 << 20)]
+    assert len(big) >= 20 and (big.rel_error.abs() <= 0.05).mean() >= 0.9, describe(big)
+    assert big.rel_error.abs().max() < 0.10, describe(big)
+    pieces = perfmodel.predict("probe.piece_store", "h200", n=1 << 26, dist=1)
+    assert pieces.dram_read_bytes == 1 << 28  # bound by the crossbar, not L2's requests: no fills (measured)
 
 
 def test_naive_transpose_fills_need_sectors_l2_does_not_hold():
@@ -230,16 +255,13 @@ def test_dram_writes_in_the_kernel(comparison):
     (measured in the write-back pass), the kernel's write share of them dirty; a kernel bound inside
     the SM keeps dirty only the room its reads leave. ncu's count also holds the ~2.4 MB its own
     setup left dirty (measured on a read stream that writes nothing). 80 % of the kernels writing
-    16 MB and more within 5 % apart from the naive transposes, whose DRAM excess (-10..+3 %) is
-    unexplained."""
+    16 MB and more within 5 %, the naive transposes' L2 fills (written back twice) included."""
     t = comparison[comparison.metric == "dram_write_bytes_in_kernel"]
     t = t[~_late_partials(t)]
     big = t[t.measured >= 16e6]
-    scattered = big.case.isin(["transpose.naive", "transpose.naive_rows"])
-    assert len(big) >= 40 and (big[~scattered].rel_error.abs() <= 0.05).mean() >= 0.8, describe(big)
+    assert len(big) >= 40 and (big.rel_error.abs() <= 0.05).mean() >= 0.8, describe(big)
     # at most 25 %: COARSE 8 at 2048 x 3072 x 2048 (B 24 MiB, re-read in part) +21 %
     assert big.rel_error.abs().max() < 0.25, describe(big[big.rel_error.abs() >= 0.25])
-    assert big[scattered].rel_error.between(-0.11, 0.04).all(), describe(big[scattered])
     over = t[t.measured > 1.1 * t.predicted + (8 << 20)]
     assert over.empty, describe(over)
     # against everything the kernel writes (the earlier stops' bound): never more, apart from write-backs
@@ -252,8 +274,8 @@ def test_dram_writes_in_the_kernel(comparison):
 def test_dram_writes_with_the_residue(comparison):
     """The kernel between two reading flushes, without ncu's cache control: its writes plus the
     second flush's are everything it wrote. Outputs of 16 MiB and more within 5 % (the naive
-    transpose's scattered 4-byte stores write up to 10 % more, as its reads are more: the sectors L2
-    fills from DRAM); below that a floor of ~0.1-0.9 MB per profiled kernel that no output explains
+    transposes' L2 fills written back twice included; two at 2 block rows, which fill more than the
+    curve's 8, -5/-10 %); below that a floor of ~0.1-0.9 MB per profiled kernel that no output explains
     (ncu's own records, presumably), and up to 2.2 MB (14 %) more for the naive transposes."""
     t = comparison[comparison.metric == "dram_write_bytes"]
     t = t[~_late_partials(t)]
@@ -262,7 +284,8 @@ def test_dram_writes_with_the_residue(comparison):
     big = t.predicted >= 16 << 20
     bad = t[big & ~scattered & (t.rel_error.abs() > 0.05)]
     assert (big & ~scattered).sum() >= 50 and bad.empty, describe(bad)
-    assert t[big & scattered].rel_error.between(-0.10, 0.01).all(), describe(t[big & scattered])
+    naive = t[big & scattered]
+    assert (naive.rel_error.abs() <= 0.05).mean() >= 0.9 and naive.rel_error.abs().max() < 0.1, describe(naive)
     off = t[~big & ~scattered & ((t.measured - t.predicted).abs() > 1.2e6)]
     assert off.empty, describe(off)
     extra = t[~big & scattered]

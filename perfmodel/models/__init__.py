@@ -33,7 +33,7 @@ from .time import (
     pipe_terms,
     streams_past_barriers,
 )
-from .traffic import below_l1, block_invariant, dirty_at_end, l1_traffic, store_merge_shares
+from .traffic import below_l1, block_invariant, dirty_at_end, l1_traffic, piece_fills, store_merge_shares
 
 __all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
 
@@ -176,7 +176,17 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     flops = case.flops(p)
     terms = pipe_terms(dev, ceil, l1, below.l2_read_bytes, below.l2_write_bytes, dram, req, flops, launch.blocks,
                        issued, case.precision)
-    warp_loads = max(dram.read_bytes - below.rmw_read_bytes, 0)  # DRAM bytes the warps wait for
+    background = below.rmw_read_bytes  # DRAM reads L2 makes on its own: no warp waits for them
+    if below.pieces and max(terms, key=lambda t: t.time_s).name == "l2_requests":
+        compulsory = case.compulsory_bytes(p)
+        filled = piece_fills(dram, ceil.piece_fill_share(sum(compulsory)), compulsory[1])
+        background += filled.read_bytes - dram.read_bytes
+        if filled is not dram:
+            notes.append(filled.note)
+        dram = filled
+        terms = pipe_terms(dev, ceil, l1, below.l2_read_bytes, below.l2_write_bytes, dram, req, flops,
+                           launch.blocks, issued, case.precision)
+    warp_loads = max(dram.read_bytes - background, 0)  # DRAM bytes the warps wait for
     if case.sync_after_loads:
         in_flight = blocks_per_sm * dev.sm_count * warp_loads / max(launch.blocks, 1)  # every resident block's
         streams = streams_past_barriers(ceil, terms, in_flight, warp_loads)

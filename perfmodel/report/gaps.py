@@ -33,7 +33,8 @@ REASONS: list[tuple[str, str, str]] = [
                                        "load each: L1 combined 58-66 % of the (store, line) pairs - the naive "
                                        "transpose's are not; not modelled (the prediction is the upper bound)"),
     ("dram_", "transpose.naive", "L2 fills from DRAM some sectors it holds no data of that warps write in 4-byte "
-                                 "pieces (checks/fills_check.csv); how many is not modelled"),
+                                 "pieces (checks/fills_check.csv): the model takes the share measured at 32 x 8 "
+                                 "threads; 2 and 4 block rows fill a little more, 32 less"),
     ("dram_read_bytes", "matmul.", "B of 20-60 MiB: L2 keeps part of it between the block groups that re-read it - "
                                    "0-100 % lost by variant at one size (plans/h200_reuse.toml); the model takes a "
                                    "share linear between one L2 partition and the whole L2"),
