@@ -191,16 +191,22 @@ def test_sectors_written_per_line():
     assert per_line("transpose.naive_rows", rows=4096, cols=4096, block_rows=1) == 4.0
 
 
-def test_sectors_written_in_pieces_carry_the_measured_caveat():
-    """The naive transpose's 4-byte pieces of sectors: its prediction names the unmodelled L2 fills."""
+def test_sectors_written_in_pieces_are_filled_where_l2_requests_bound():
+    """The naive transpose's 4-byte pieces of sectors, bound by L2's write requests: its prediction adds
+    the measured share of fills (read, and written back twice) and says so; not the shared-memory
+    transpose, not the scattered stores L1 combines, not the crossbar-bound piece probe."""
     import perfmodel
 
-    def caveat(name, **p):
-        return any("in pieces" in n for n in perfmodel.predict(name, "H200", **p).notes)
+    def fills(name, **p):
+        pred = perfmodel.predict(name, "H200", **p)
+        return any("4-byte pieces filled" in n for n in pred.notes), pred
 
-    assert caveat("transpose.naive", rows=4096, cols=4096)
-    assert not caveat("transpose.smem", rows=4096, cols=4096, tile=32, pad=1)
-    assert not caveat("probe.scatter_store", n=1 << 22)  # L1 combines the block's pieces into lines
+    named, naive = fills("transpose.naive", rows=4096, cols=4096)
+    assert named and naive.bound == "l2_requests"
+    assert naive.dram_read_bytes > 1.03 * 4 * 4096**2 and naive.dram_write_bytes > 1.03 * 4 * 4096**2
+    assert not fills("transpose.smem", rows=4096, cols=4096, tile=32, pad=1)[0]
+    assert not fills("probe.scatter_store", n=1 << 22)[0]  # L1 combines the block's pieces into lines
+    assert not fills("probe.piece_store", n=1 << 26, dist=1)[0]  # bound by the crossbar into L2
 
 
 def test_l2_reads_scale_the_exact_l1_count_by_the_sampled_reuse():
