@@ -160,27 +160,36 @@ def _loaded_latency(data, dev: DeviceSpec) -> dict[str, object]:
                                       + f" streams up to {read[-1][0] / 1e12:.2f} TB/s")}
 
 
+def _ncu_read_points(data, case: str, point) -> tuple[dict[float, list[float]], list[str]]:
+    """ncu's DRAM reads of a case's launches (median per case): `point(params, bytes)` gives each one's
+    (x, y) on a curve, or None to leave it out. Returns the y values by x, and the cases used."""
+    sel = data[(data.case == case) & (data.source == "ncu") & (data.metric == "dram__bytes_read.sum")]
+    reads = sel.groupby(["case_id", "params"]).value.median().reset_index()
+    pts: dict[float, list[float]] = {}
+    cases = []
+    for cid, params, value in zip(reads.case_id, reads.params, reads.value, strict=True):
+        if (xy := point(json.loads(params), float(value))) is not None:
+            pts.setdefault(float(xy[0]), []).append(xy[1])
+            cases.append(cid)
+    return pts, sorted(cases)
+
+
 def _l2_retention(data) -> dict[str, object]:
     """probe.l2_read over buffers of several sizes, several passes each, under ncu: the share of the
     buffer read from DRAM again on each pass after the first, by the buffer's size."""
-    sel = data[(data.case == "probe.l2_read") & (data.source == "ncu") & (data.metric == "dram__bytes_read.sum")]
-    reads = sel.groupby(["case_id", "params"]).value.median().reset_index()
-    pts, cases = {}, []
-    for cid, params, value in zip(reads.case_id, reads.params, reads.value, strict=True):
-        p = json.loads(params)
-        if p.get("passes", 1) < 2:
-            continue
+    def lost(p, read):
         size = 4 * p["n"]
-        pts[size] = min(max((value / size - 1) / (p["passes"] - 1), 0.0), 1.0)
-        cases.append(cid)
+        return None if p.get("passes", 1) < 2 else (size, min(max((read / size - 1) / (p["passes"] - 1), 0.0), 1.0))
+
+    pts, cases = _ncu_read_points(data, "probe.l2_read", lost)
     if len(pts) < 4:
         return {}
-    curve = tuple(sorted(pts.items()))
+    curve = tuple(sorted((x, float(np.median(y))) for x, y in pts.items()))
     half = float(np.interp(0.5, [y for _, y in curve], [x for x, _ in curve]))
     return {"l2_retention": curve, "l2_retention_probe": Ceiling(
         "L2 retention: footprint of a re-read buffer that loses half of it between passes", half, "B",
-        f"measured: probe.l2_read under ncu at {len(pts)} sizes, {min(pts) >> 20}-{max(pts) >> 20} MiB",
-        tuple(sorted(cases)))}
+        f"measured: probe.l2_read under ncu at {len(pts)} sizes, {int(min(pts)) >> 20}-{int(max(pts)) >> 20} MiB",
+        tuple(cases))}
 
 
 def _stream_startup(data, times, launch_s: float, min_bytes: int = 64 << 20) -> Ceiling | None:
@@ -246,24 +255,18 @@ def _l2_piece_fills(data) -> dict[str, object]:
     """transpose.naive_rows at 32 x 8 threads under ncu (each warp writes one 4-byte word of 32 lines,
     a block completes its sectors, blocks a grid row apart its lines; bound by L2's write requests):
     its DRAM reads past the input, over the bytes it writes, by the bytes it moves (input and output)."""
-    sel = data[(data.source == "ncu") & (data.case == "transpose.naive_rows") & (data.metric == "dram__bytes_read.sum")]
-    reads = sel.groupby(["case_id", "params"]).value.median().reset_index()
-    pts: dict[int, list[float]] = {}
-    cases = []
-    for cid, params, value in zip(reads.case_id, reads.params, reads.value, strict=True):
-        p = json.loads(params)
-        if p.get("block_rows") != 8:
-            continue
+    def past_input(p, read):
         array = 4 * p["rows"] * p["cols"]
-        pts.setdefault(2 * array, []).append(max(value / array - 1, 0.0))
-        cases.append(cid)
+        return None if p.get("block_rows") != 8 else (2 * array, max(read / array - 1, 0.0))
+
+    pts, cases = _ncu_read_points(data, "transpose.naive_rows", past_input)
     if len(pts) < 4:
         return {}
-    curve = tuple(sorted((float(x), float(np.median(v))) for x, v in pts.items()))
+    curve = tuple(sorted((x, float(np.median(y))) for x, y in pts.items()))
     return {"l2_piece_fills": curve, "l2_piece_fills_probe": Ceiling(
         "L2 fills of sectors completed in 4-byte pieces (largest share)", max(y for _, y in curve), "",
         f"measured: transpose.naive_rows (32 x 8 threads) under ncu at {len(pts)} sizes, "
-        f"{min(pts) >> 20}-{max(pts) >> 20} MiB moved", tuple(sorted(cases)))}
+        f"{int(min(pts)) >> 20}-{int(max(pts)) >> 20} MiB moved", tuple(cases))}
 
 
 def _l1_store_combine(data) -> Ceiling | None:

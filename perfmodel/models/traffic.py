@@ -7,7 +7,8 @@ L2 requests: one per (warp request, line), stores of load-free kernels combined 
 past one L2 partition's capacity, first writes are sector fills or read-modify-writes (`l2_requests`).
 DRAM: each array once while the kernel's footprint fits in L2; past that, per-family reuse
 models (matmul: the operand shared across block rows is streamed again for every wave of
-resident blocks, in each L2 partition).
+resident blocks, in each L2 partition). Sectors warps write in 4-byte pieces, where L2's write
+requests bound the kernel: a measured share filled and written back twice (`piece_fills`).
 """
 
 from __future__ import annotations
