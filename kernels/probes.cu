@@ -184,6 +184,20 @@ extern "C" __global__ void store_lines(float* __restrict__ out, int lines, long 
     }
 }
 
+// probe.store_lines with the lines scattered: line L of store_lines goes to (L * stride) mod
+// footprint_lines (footprint a power of two, stride odd: a permutation), so the lines one warp
+// store touches, consecutive in store_lines, lie stride lines (stride x 128 bytes) apart.
+extern "C" __global__ void store_lines_scattered(float* __restrict__ out, int lines, long long footprint_lines,
+                                                 int passes, long long stride) {
+    int lane = threadIdx.x & 31, per_line = 32 / lines;
+    long long w = (blockIdx.x * (long long)blockDim.x + threadIdx.x) >> 5, W = (gridDim.x * (long long)blockDim.x) >> 5;
+    for (int p = 0; p < passes; ++p) {
+        long long line = ((((p * W + w) * lines) % footprint_lines + lane / per_line) * stride) % footprint_lines;
+        long long j = line * 32 + lane % per_line;
+        out[j] = (float)(j & 0xffff);
+    }
+}
+
 // A shifted copy whose neighbouring 128-byte segments are stored by warps 2^dist_log2 apart:
 // warp g (of W = n/32) copies segment s = (g mod dist) * (W / dist) + g / dist of `in` to `out`
 // shifted by offset_bytes, so where the offset is not a multiple of 32 the sector two segments

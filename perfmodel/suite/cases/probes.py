@@ -169,7 +169,7 @@ register(KernelCase(
 
 
 def _store_lines_setup(p, rng) -> Setup:
-    lines, foot, passes = p["lines"], p["footprint_lines"], p["passes"]
+    lines, foot, passes, stride = p["lines"], p["footprint_lines"], p["passes"], p.get("stride", 1)
     w = np.arange(_grid(p) * BLOCK // 32)
 
     def expected() -> dict[str, np.ndarray]:
@@ -177,21 +177,31 @@ def _store_lines_setup(p, rng) -> Setup:
         lane = np.arange(32)
         per_line = 32 // lines
         for q in range(passes):
-            line = ((q * len(w) + w[:, None]) * lines) % foot + lane[None, :] // per_line
+            line = (((q * len(w) + w[:, None]) * lines) % foot + lane[None, :] // per_line) * stride % foot
             j = (line * 32 + lane[None, :] % per_line).ravel()
             out[j] = (j & 0xFFFF).astype(np.float32)
         return {"out": out}
 
-    return Setup({}, expected, ["out", np.int32(lines), np.int64(foot), np.int32(passes)], rtol=0,
-                 outputs={"out": ((foot * 32,), np.float32)}, dense=False)
+    args = ["out", np.int32(lines), np.int64(foot), np.int32(passes)] + ([np.int64(stride)] if "stride" in p else [])
+    return Setup({}, expected, args, rtol=0, outputs={"out": ((foot * 32,), np.float32)}, dense=False)
 
 
 def _store_lines_accesses(p) -> list[Access]:
     warps, lines = _grid(p) * BLOCK // 32, p["lines"]
     per_line = 32 // lines
     line = f"((rep*{warps} + bx*{BLOCK // 32} + tx/32)*{lines}) % {p['footprint_lines']} + (tx%32)/{per_line}"
+    if "stride" in p:  # probe.store_scatter: the line permuted
+        line = f"(({line})*{p['stride']}) % {p['footprint_lines']}"
     return [Access("partial-line store", "global", f"({line})*32 + (tx%32)%{per_line}", store=True,
                    loops=("rep",), array="out")]
+
+
+def _store_scatter_launch(p) -> Launch:
+    foot, stride = p["footprint_lines"], p["stride"]
+    if foot & (foot - 1) or stride % 2 == 0:
+        raise PerfModelError(f"probe.store_scatter: footprint_lines = {foot} must be a power of two and stride = "
+                             f"{stride} odd (a permutation of the lines)")
+    return Launch(block=(BLOCK, 1, 1), grid=(_grid(p), 1, 1), loops={"rep": p["passes"]}, params=dict(p))
 
 
 register(KernelCase(
@@ -206,6 +216,17 @@ register(KernelCase(
     model="stream",
     description="stores touching `lines` 128-byte lines per warp instruction (32/lines lanes each): "
                 "the L2's rate for partially written lines, L2-resident or not"))
+
+register(KernelCase(
+    name="probe.store_scatter", study="ceilings", source="probes.cu",
+    defaults={"lines": 32, "footprint_lines": 1 << 24, "passes": 63, "stride": 257},
+    entry=lambda p: "store_lines_scattered",
+    launch=_store_scatter_launch, accesses=_store_lines_accesses, setup=_store_lines_setup,
+    compulsory_bytes=lambda p: (0, 32 * max(1, 4 // p["lines"])
+                                * min(p["footprint_lines"], _grid(p) * BLOCK // 32 * p["lines"] * p["passes"])),
+    model="stream",
+    description="probe.store_lines with its lines permuted `stride` lines apart: partial sectors whose "
+                "read-modify-writes land in scattered DRAM rows"))
 
 
 def _dist_log2(name: str, p, unit: int) -> int:
