@@ -233,6 +233,36 @@ def test_cyclic_store_streams_past_half_the_l2_are_a_known_gap():
         assert (err < -0.2) if r.mib >= 128 else (abs(err) < 0.15), (r.case_id, err)
 
 
+def test_scattered_read_modify_writes_cost_a_third_more_not_five_times():
+    """checks/store_scatter (plan h200_scatter): probe.store_lines' first writes of 2 GiB of lines, one
+    4-byte piece each (every sector read-modify-written: ncu's fills one per line), with the lines
+    permuted `stride` lines apart. In order (stride 1) it is probe.store_lines, 44 ps a fill; scattered
+    over DRAM rows (384 bytes to 512 KiB apart) 1.3-1.45x as long, ~60 ps a fill - not the ~250 ps of
+    kernel time each fill costs the padded ragged row transpose (h200_rmw_map): a read-modify-write's
+    DRAM cost does not explain that gap. Kept beside the suite (the model, one rate for partial
+    sectors, is 24-27 % short of the scattered ones), asserted here."""
+    import pandas as pd
+
+    folder = Path(__file__).parent.parent / "reports/data/h200/checks/store_scatter"
+    ncu = pd.read_csv(folder / "ncu.csv.gz")
+    events = pd.read_csv(folder / "measurements.csv.gz")
+    assert (events[events.metric == "check_passed"].value == 1).all()
+    t = events[(events.metric == "time_s") & (events.stat == "median")].set_index("case_id").value
+    fills = ncu[ncu.metric == "lts__d_sectors_fill_device.sum"].set_index("case_id").value
+    stride = t.index.str.extract(r"stride=(\d+)", expand=False).fillna("1").astype(int).to_numpy()
+    lines = 16777216
+    assert len(t) == 5 and (fills / lines).between(1.0, 1.02).all(), fills  # one fill a line, in any order
+    in_order = t[stride == 1]
+    assert in_order.max() / in_order.min() < 1.02  # store_scatter at stride 1 = store_lines
+    scattered = t[stride > 1]
+    assert len(scattered) == 3 and (scattered / in_order.mean()).between(1.3, 1.45).all(), scattered
+    per_fill = scattered / fills[scattered.index]
+    assert per_fill.between(50e-12, 70e-12).all(), per_fill
+    for cid, value in scattered.items():
+        p = json.loads(events[events.case_id == cid].params.iloc[0])
+        assert -0.3 < perfmodel.predict("probe.store_scatter", "h200", **p).time_s / value - 1 < -0.2
+
+
 def test_matmul_dram_reuse_model_at_4096(comparison):
     t = comparison[(comparison.metric == "dram_read_bytes") & comparison.case_id.str.contains("m=4096")]
     assert len(t) >= 6 and t.measured.min() > 8 * 134e6  # far past compulsory: the reuse model is tested

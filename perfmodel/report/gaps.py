@@ -70,7 +70,9 @@ REASONS: list[tuple[str, str, str]] = [
                                  "unpadded and shared-memory transposes at the same shapes (h200_rmw_map; the "
                                  "transpose page) and ~0 for a shifted copy completed 256-1024 blocks later "
                                  "(h200_split). Charging every such sector the read-modify-write rate put held-"
-                                 "out stencils and smaller transposes 9-23 % over - not adopted. ncu "
+                                 "out stencils and smaller transposes 9-23 % over - not adopted. A scattered "
+                                 "read-modify-write costs ~60 ps, not 250 (probe.store_scatter, "
+                                 "checks/store_scatter). ncu "
                                  "(h200_l2_units): no L2 unit is busier than when aligned, while warps wait "
                                  "2.7x longer at the barrier for their loads"),
     ("time_s", "transpose.smem", "TILE 16 (8 blocks per SM, 248 waves): the phase rule left them 5-18 % fast "
