@@ -168,7 +168,8 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     varying = sum(c.sectors for a, c in zip(accesses, counts, strict=True) if a.space == "global" and not a.store
                   and a.l1_cached and not block_invariant(a, launch))
     combine = ceil.l1_store_combine_share.value if ceil.l1_store_combine_share else 0.0
-    below = below_l1(dev, accesses, launch, l1, case.compulsory_bytes(p), resident, case.model, p, ceil.l2_loss,
+    compulsory = case.compulsory_bytes(p)
+    below = below_l1(dev, accesses, launch, l1, compulsory, resident, case.model, p, ceil.l2_loss,
                      l1_share, varying, combine)
     notes.extend(below.notes)
     dram, req = below.dram, below.requests
@@ -178,7 +179,6 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                        issued, case.precision)
     background = below.rmw_read_bytes  # DRAM reads L2 makes on its own: no warp waits for them
     if below.pieces and max(terms, key=lambda t: t.time_s).name == "l2_requests":
-        compulsory = case.compulsory_bytes(p)
         filled = piece_fills(dram, ceil.piece_fill_share(sum(compulsory)), compulsory[1])
         background += filled.read_bytes - dram.read_bytes
         if filled is not dram:

@@ -196,24 +196,30 @@ def _store_lines_accesses(p) -> list[Access]:
                    loops=("rep",), array="out")]
 
 
+def _store_lines_launch(p) -> Launch:
+    return Launch(block=(BLOCK, 1, 1), grid=(_grid(p), 1, 1), loops={"rep": p["passes"]}, params=dict(p))
+
+
+def _store_lines_bytes(p) -> tuple[int, int]:
+    """Whole sectors to DRAM: one per line written (lines of 4+ lanes: their sector), each line once."""
+    return (0, 32 * max(1, 4 // p["lines"])
+            * min(p["footprint_lines"], _grid(p) * BLOCK // 32 * p["lines"] * p["passes"]))
+
+
 def _store_scatter_launch(p) -> Launch:
     foot, stride = p["footprint_lines"], p["stride"]
     if foot & (foot - 1) or stride % 2 == 0:
         raise PerfModelError(f"probe.store_scatter: footprint_lines = {foot} must be a power of two and stride = "
                              f"{stride} odd (a permutation of the lines)")
-    return Launch(block=(BLOCK, 1, 1), grid=(_grid(p), 1, 1), loops={"rep": p["passes"]}, params=dict(p))
+    return _store_lines_launch(p)
 
 
 register(KernelCase(
     name="probe.store_lines", study="ceilings", source="probes.cu",
     defaults={"lines": 32, "footprint_lines": 1 << 16, "passes": 64},
     entry=lambda p: "store_lines",
-    launch=lambda p: Launch(block=(BLOCK, 1, 1), grid=(_grid(p), 1, 1), loops={"rep": p["passes"]},
-                            params=dict(p)),
-    accesses=_store_lines_accesses, setup=_store_lines_setup,
-    compulsory_bytes=lambda p: (0, 32 * max(1, 4 // p["lines"])
-                                * min(p["footprint_lines"], _grid(p) * BLOCK // 32 * p["lines"] * p["passes"])),
-    model="stream",
+    launch=_store_lines_launch, accesses=_store_lines_accesses, setup=_store_lines_setup,
+    compulsory_bytes=_store_lines_bytes, model="stream",
     description="stores touching `lines` 128-byte lines per warp instruction (32/lines lanes each): "
                 "the L2's rate for partially written lines, L2-resident or not"))
 
@@ -222,9 +228,7 @@ register(KernelCase(
     defaults={"lines": 32, "footprint_lines": 1 << 24, "passes": 63, "stride": 257},
     entry=lambda p: "store_lines_scattered",
     launch=_store_scatter_launch, accesses=_store_lines_accesses, setup=_store_lines_setup,
-    compulsory_bytes=lambda p: (0, 32 * max(1, 4 // p["lines"])
-                                * min(p["footprint_lines"], _grid(p) * BLOCK // 32 * p["lines"] * p["passes"])),
-    model="stream",
+    compulsory_bytes=_store_lines_bytes, model="stream",
     description="probe.store_lines with its lines permuted `stride` lines apart: partial sectors whose "
                 "read-modify-writes land in scattered DRAM rows"))
 
