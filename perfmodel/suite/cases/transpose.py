@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
+from ...errors import PerfModelError
 from ...memory import Access, Launch
 from ..registry import KernelCase, Setup, cdiv, f32, register
 
@@ -72,7 +75,7 @@ register(KernelCase(
     description="TILE x TILE threads through tile[TILE][TILE+pad]"))
 
 
-register(KernelCase(
+ROWS = register(KernelCase(
     name="transpose.rows", study="transpose", source="transpose.cu",
     defaults={**SIZE, "pad": 1},
     static_smem=lambda p: 4 * 32 * (32 + p["pad"]),  # tile[32][32 + PAD]
@@ -91,3 +94,21 @@ register(KernelCase(
                loops=("j",), array="out")],
     setup=_setup, compulsory_bytes=_bytes, model="stream", sync_after_loads=True,
     description="32 x 8 threads, 4 elements per thread, tile[32][32+pad]"))
+
+
+SM_SMEM_BYTES, BLOCK_RESERVED_BYTES = 233472, 1024  # the H200's shared memory per SM and per-block reserve
+
+
+def _capping_smem(p) -> int:
+    """Dynamic shared memory (unused by the kernel) that leaves room for `blocks_per_sm` blocks."""
+    b = p["blocks_per_sm"]
+    if not 1 <= b <= 8:
+        raise PerfModelError(f"transpose.rows_capped: blocks_per_sm = {b}; 1 to 8 (8 of 256 threads fill an SM)")
+    return (SM_SMEM_BYTES // b - BLOCK_RESERVED_BYTES - ROWS.static_smem(p)) // 128 * 128
+
+
+register(dataclasses.replace(
+    ROWS, name="transpose.rows_capped", defaults={**ROWS.defaults, "blocks_per_sm": 8},
+    dynamic_smem=_capping_smem,
+    description="transpose.rows with unused dynamic shared memory that caps its resident blocks per SM "
+                "(the same addresses in the same order, fewer blocks in flight)"))
