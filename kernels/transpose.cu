@@ -20,22 +20,25 @@ __device__ void transpose_smem(const float* __restrict__ in, float* __restrict__
     if (ox < rows && oy < cols) out[(size_t)oy * rows + ox] = tile[tx][ty];
 }
 
-// TILE x 8 threads, TILE/8 elements per thread.
-template <int TILE, int PAD>
+// TILE x 8 threads, TILE/8 elements per thread. SWAP: blockIdx.x walks the input's tile rows, so
+// consecutive blocks write neighbouring tiles of the same output rows (and complete each other's
+// partial sectors at once where output rows start off a sector).
+template <int TILE, int PAD, bool SWAP = false>
 __device__ void transpose_smem_rows(const float* __restrict__ in, float* __restrict__ out, int rows, int cols) {
     __shared__ float tile[TILE][TILE + PAD];
     int tx = threadIdx.x, ty = threadIdx.y;
-    int x = blockIdx.x * TILE + tx;
+    int bx = SWAP ? blockIdx.y : blockIdx.x, by = SWAP ? blockIdx.x : blockIdx.y;
+    int x = bx * TILE + tx;
 #pragma unroll
     for (int j = 0; j < TILE; j += 8) {
-        int y = blockIdx.y * TILE + ty + j;
+        int y = by * TILE + ty + j;
         if (x < cols && y < rows) tile[ty + j][tx] = in[(size_t)y * cols + x];
     }
     __syncthreads();
-    int ox = blockIdx.y * TILE + tx;
+    int ox = by * TILE + tx;
 #pragma unroll
     for (int j = 0; j < TILE; j += 8) {
-        int oy = blockIdx.x * TILE + ty + j;
+        int oy = bx * TILE + ty + j;
         if (ox < rows && oy < cols) out[(size_t)oy * rows + ox] = tile[tx][ty + j];
     }
 }
@@ -47,3 +50,4 @@ extern "C" __global__ void transpose_smem_32_0(TR_ARGS) { transpose_smem<32, 0>(
 extern "C" __global__ void transpose_smem_32_1(TR_ARGS) { transpose_smem<32, 1>(in, out, rows, cols); }
 extern "C" __global__ void transpose_rows_32_0(TR_ARGS) { transpose_smem_rows<32, 0>(in, out, rows, cols); }
 extern "C" __global__ void transpose_rows_32_1(TR_ARGS) { transpose_smem_rows<32, 1>(in, out, rows, cols); }
+extern "C" __global__ void transpose_rows_swapped_32_1(TR_ARGS) { transpose_smem_rows<32, 1, true>(in, out, rows, cols); }

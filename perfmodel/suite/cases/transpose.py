@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 
@@ -112,3 +113,21 @@ register(dataclasses.replace(
     dynamic_smem=_capping_smem,
     description="transpose.rows with unused dynamic shared memory that caps its resident blocks per SM "
                 "(the same addresses in the same order, fewer blocks in flight)"))
+
+
+def _swapped_launch(p) -> Launch:
+    plain = ROWS.launch(p)
+    swap = {"bx": "BY", "by": "BX"}
+    defs = {k: "".join(swap.get(t, t) for t in re.split(r"(\w+)", v)).replace("BY", "by").replace("BX", "bx")
+            for k, v in plain.defs.items()}
+    return Launch(block=plain.block, grid=(plain.grid[1], plain.grid[0], 1), loops=plain.loops, params=plain.params,
+                  defs=defs)
+
+
+register(dataclasses.replace(
+    ROWS, name="transpose.rows_swapped", defaults={**ROWS.defaults, "pad": 1},
+    entry=lambda p: "transpose_rows_swapped_32_1" if p["pad"] == 1 else "transpose_rows_swapped_32_0",
+    launch=_swapped_launch,
+    description="transpose.rows (pad 1) with blockIdx.x walking the input's tile rows: consecutive blocks "
+                "write neighbouring tiles of the same output rows"))
+
