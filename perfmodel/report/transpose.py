@@ -73,6 +73,7 @@ def transpose_study(dev, data, table, ceil, folder: Path) -> Page:
             "arrays read and written (MiB)", "DRAM reads past the input, over the output (%)", group="block_rows",
             logx=True, marks=[(partition_mib, "one L2 partition"), (dev.l2_bytes / 2**20, "L2")])))
     page.text += _partial_sectors(table, folder, page) + _fill_map(table, folder, page) + _capped(table, folder, page)
+    page.text += _swapped(table)
     t = table[(table.study == "transpose") & (table.kind == "time")]
     page.figures.append(("transpose bars", figures.bars(
         [c.replace("transpose.", "") for c in t.case_id], {"predicted": list(t.predicted * 1e6),
@@ -202,8 +203,8 @@ def capped_fills(table: pd.DataFrame) -> pd.DataFrame:
                         "fills": (wide["measured"]["dram_read_bytes"].to_numpy() - 4.0 * rows * cols) / 32,
                         "shared": cols * (np.ceil(rows / 32) - 1) * off_sector_share(rows)})
     out["fills_pct"] = 100 * out.fills / out.shared.where(out.shared > 0)
-    aligned = out[out.shared.eq(0)].set_index(["cols", "blocks_per_sm"]).measured_us
-    key = pd.MultiIndex.from_frame(out[["cols", "blocks_per_sm"]])
+    aligned = out[out.shared.eq(0)].set_index(["rows", "cols", "blocks_per_sm"]).measured_us
+    key = pd.MultiIndex.from_arrays([out.rows - out.rows % 8, out.cols, out.blocks_per_sm])  # 3001 -> 3000
     out["extra_s_per_fill"] = 1e-6 * (out.measured_us - aligned.reindex(key).to_numpy()) / out.fills
     return out.sort_values(["rows", "cols", "blocks_per_sm"]).reset_index(drop=True)
 
@@ -236,4 +237,49 @@ def _capped(table: pd.DataFrame, folder: Path, page: Page) -> str:
             f"flight. Each fill costs {1e12 * cost.min():.0f}-{1e12 * cost.max():.0f} ps of kernel time over "
             "the aligned kernel at every cap, latency-bound or not - so the loss is not a load waiting on a "
             "victim's fill (which would cost a latency-bound kernel most), and not modelled.")
+
+
+def swapped_pairs(table: pd.DataFrame) -> pd.DataFrame:
+    """transpose.rows_swapped (plan h200_swapped: the next block completes a shared partial sector)
+    beside transpose.rows pad 1 at the same shape: measured and predicted time, and DRAM reads past
+    the input per block (ncu; output fills, or input sectors two blocks read in part)."""
+    t = table[table.case.isin(["transpose.rows", "transpose.rows_swapped"]) & table.kind.isin(["counter", "time"])
+              & table.metric.isin(["dram_read_bytes", "time_s"])]
+    t = t[param(t, "pad") == 1]
+    if not t.case.eq("transpose.rows_swapped").any():
+        return pd.DataFrame()
+    wide = t.pivot_table(index=["case", "case_id", "params"], columns="metric",
+                         values=["predicted", "measured"]).dropna().reset_index()
+    rows, cols = param(wide, "rows"), param(wide, "cols")
+    blocks = np.ceil(rows / 32) * np.ceil(cols / 32)
+    out = pd.DataFrame({"case": wide.case, "rows": rows, "cols": cols,
+                        "measured_us": 1e6 * wide["measured"]["time_s"].to_numpy(),
+                        "predicted_us": 1e6 * wide["predicted"]["time_s"].to_numpy(),
+                        "extra_reads_per_block": (wide["measured"]["dram_read_bytes"].to_numpy()
+                                                  - 4.0 * rows * cols) / 32 / blocks})
+    swapped = out[out.case.eq("transpose.rows_swapped")][["rows", "cols"]]
+    return out.merge(swapped, on=["rows", "cols"]).sort_values(["rows", "cols", "case"]).reset_index(drop=True)
+
+
+def _swapped(table: pd.DataFrame) -> str:
+    """What swapping the grid does to the ragged row transpose (the next block completes the sector)."""
+    f = swapped_pairs(table)
+    if not len(f):
+        return ""
+    plain = f[f.case.eq("transpose.rows")].set_index(["rows", "cols"])
+    swap = f[f.case.eq("transpose.rows_swapped")].set_index(["rows", "cols"])
+    both = swap.join(plain, rsuffix="_plain", how="inner")
+    worst = both.loc[both.measured_us_plain.idxmax()] if len(both) else None
+    err = 100 * (swap.predicted_us / swap.measured_us - 1)
+    line = (" With blockIdx.x walking the input's tile rows (transpose.rows_swapped, h200_swapped) the block that "
+            "completes a shared partial sector is the next one, and the loss is gone where the arrays are "
+            "small enough: ")
+    if worst is not None:
+        line += (f"into {worst.name[0]}-float rows x {worst.name[1]} it runs {worst.measured_us:.0f} µs against the "
+                 f"plain kernel's {worst.measured_us_plain:.0f}, ")
+    return line + (f"the model {err.min():+.0f} to {err.max():+.0f} % on the swapped kernels; its DRAM reads past the "
+                   f"input ({swap.extra_reads_per_block.min():.2f}-{swap.extra_reads_per_block.max():.2f} sectors a "
+                   "block) are input sectors two blocks read in part, now a tile column apart (a random-replacement "
+                   "L2 loses about the traffic between the reads over its size). A ragged transpose should order its "
+                   "blocks along the output rows; the model, which has no store timing, predicts the ordered kernel.")
 
