@@ -32,6 +32,9 @@ FAMILIES: dict[str, tuple[int, dict[str, tuple[int, int]], dict[str, list[int]]]
     "transpose.naive_rows": (3, {"rows": (1000, 9000), "cols": (1000, 9000)}, {"block_rows": [1, 2, 4, 8, 16, 32]}),
     "transpose.smem": (4, {"rows": (1000, 9000), "cols": (1000, 9000)}, {"tile": [16, 32], "pad": [0, 1]}),
     "transpose.rows": (3, {"rows": (1000, 9000), "cols": (1000, 9000)}, {"pad": [0, 1]}),
+    "transpose.rows_capped": (3, {"rows": (1000, 9000), "cols": (1000, 9000)},
+                              {"pad": [0, 1], "blocks_per_sm": [2, 3, 4, 5, 6, 7, 8]}),
+    "transpose.rows_swapped": (3, {"rows": (1000, 9000), "cols": (1000, 9000)}, {}),
     "stencil.naive": (3, {"nx": (1000, 9000), "ny": (1000, 9000)}, {}),
     "stencil.temporal": (4, {"nx": (1000, 9000), "ny": (1000, 9000)}, {"steps": list(range(1, 9)), "ppt": [1, 2]}),
 }
