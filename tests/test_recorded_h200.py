@@ -410,14 +410,23 @@ def test_l1_tag_stage_passes(comparison):
     assert len(pairs) >= 140 and (passes[power] < 1.13).all()  # never share a bank (d = 1 line: 1 in 8)
     assert passes[~power].mean() == pytest.approx(1.25, abs=0.05)  # share one 1 time in 4, as random banks
     t = t[~t.case.eq("probe.pair_lines")]  # each distance depends on where the buffer starts
-    # a warp's 128-byte store 4-28 bytes off a line spans two neighbouring lines: ncu counts 15 tag
-    # passes per 14 requests (shifted copies, 128 KiB to 256 MiB), the model one - a found gap
+    # a warp's 128-byte access 4-64 bytes off a line spans two neighbouring lines: ncu counts 15 tag
+    # passes per 14 such requests (coalescing.SPLIT_PAIR_PASSES, read off the shifted copies, 128 KiB
+    # to 256 MiB) - and so the row transposes, whose rows start off a line 7 times in 8, to the pass
     params = t.params.map(json.loads)
     offset, stride = params.map(lambda p: p.get("offset", 0)), params.map(lambda p: p.get("stride", 1))
-    shifted = (t.metric.eq("global_store_tag_wavefronts") & t.case.isin(["mem.global_store", "probe.split_store"])
-               & (offset % 32 != 0) & (stride == 1))
-    assert shifted.sum() >= 10 and t[shifted].rel_error.between(-0.067, -0.066).all(), describe(t[shifted])
-    t = t[~shifted]
+    shifted = t.case.isin(["mem.global_store", "mem.global_load", "probe.split_store"]) & (offset % 32 != 0) & (
+        stride == 1) & ~(t.case.eq("mem.global_load") & t.metric.eq("global_store_tag_wavefronts"))
+    assert shifted.sum() >= 10 and t[shifted].rel_error.abs().max() < 0.001, describe(t[shifted])
+    rows = t[t.case.isin(["transpose.rows", "transpose.rows_swapped"])]
+    off = rows.rel_error.abs() >= 0.01
+    assert len(rows) >= 50 and (~off).mean() >= 0.95, describe(rows[off])
+    # capped by unused shared memory, the row transpose has 28 KiB of L1 beside the carveout: its loads
+    # in flight crowd the L1's sets, and ncu counts more tag passes the more blocks share it (not modelled)
+    capped = t[t.case.eq("transpose.rows_capped")]
+    bps = capped.params.map(lambda p: json.loads(p)["blocks_per_sm"])
+    assert (capped.rel_error[bps <= 2].abs() < 0.01).all() and (capped.rel_error[bps == 8] < -0.05).all(), \
+        describe(capped)
     assert len(t) >= 500
     assert (t.rel_error.abs() <= 0.05).mean() >= 0.85
     assert t.rel_error.abs().max() < 0.35, describe(t[t.rel_error.abs() >= 0.35])

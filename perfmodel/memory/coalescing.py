@@ -12,6 +12,10 @@ from .lanes import INACTIVE, as_rows, distinct_sorted, line_keys, sorted_keys
 SECTOR_BYTES = 32
 LINE_BYTES = 128
 TAG_BANKS = 4  # L1's tag stage looks up 4 lines per cycle, one per tag bank (4 sets x 4 sectors)
+# A request whose words span two neighbouring lines takes a second tag pass 1 time in 14 (ncu on the
+# H200: 15 passes per 14 such requests, loads and stores alike - mem.global_load/store 4-64 bytes off
+# a line, probe.split_store's shifted copies; the row transposes' 7 of 8 misaligned rows 1.062-1.069x)
+SPLIT_PAIR_PASSES = 15 / 14
 
 
 def _expected_max_load(n: int, bins: int = TAG_BANKS) -> float:
@@ -38,8 +42,8 @@ def tag_passes(sector_keys: np.ndarray) -> np.ndarray:
     A pass resolves one line in each of 4 tag banks. The bank is an XOR hash of the line address
     (probe.pair_lines on the H200: lines a power of two apart never share a bank; other distances
     do about 1 time in 4, as random banks would). So lines in a power-of-two-stride progression
-    fill the banks evenly, ceil(n / 4) passes; any other set of n lines takes the expected
-    fullest bank of n random throws."""
+    fill the banks evenly, ceil(n / 4) passes (two neighbouring lines: SPLIT_PAIR_PASSES); any other
+    set of n lines takes the expected fullest bank of n random throws."""
     lines = line_keys(sector_keys)
     first = np.ones(lines.shape, dtype=bool)
     first[:, 1:] = lines[:, 1:] != lines[:, :-1]
@@ -52,7 +56,7 @@ def tag_passes(sector_keys: np.ndarray) -> np.ndarray:
     step = d[:, :1]
     even = np.where(live, d == step, True).all(axis=1) & (step[:, 0] > 0) & ((step[:, 0] & (step[:, 0] - 1)) == 0)
     passes = np.where(even | (n <= 1), -(-n // TAG_BANKS), EXPECTED_PASSES[np.minimum(n, 64)])
-    return passes
+    return np.where((n == 2) & (step[:, 0] == 1), SPLIT_PAIR_PASSES, passes)
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,12 @@ def off_sector_share(rows: pd.Series) -> np.ndarray:
     return np.array([1 - 1 / (32 // np.gcd(int(b), 32)) if b else 0.0 for b in pitch])
 
 
+def shared_sectors(rows: pd.Series, cols: pd.Series, tile: pd.Series | int = 32) -> pd.Series:
+    """Sectors two blocks of a tiled transpose each write in part: one per tile boundary inside an
+    output row (`rows` floats long, `cols` of them) where the row starts off a sector."""
+    return cols * (np.ceil(rows / tile) - 1) * off_sector_share(rows)
+
+
 def fills_per_row_start(table: pd.DataFrame) -> pd.DataFrame:
     """Per ragged transpose (output rows off a sector; row and shared-memory kernels): the DRAM reads
     past the input (ncu), in sectors, per tile boundary inside an output row where a row starts off a
@@ -104,7 +110,7 @@ def fills_per_row_start(table: pd.DataFrame) -> pd.DataFrame:
     rows, cols = param(wide, "rows"), param(wide, "cols")
     tile = param(wide, "tile").fillna(32).astype(int)
     inputs = 4.0 * rows * cols
-    shared = cols * (np.ceil(rows / tile) - 1) * off_sector_share(rows)
+    shared = shared_sectors(rows, cols, tile)
     kernel = np.where(wide.case == "transpose.rows", "row transpose, pad " + param(wide, "pad").astype(str),
                       "shared-memory transpose, TILE " + tile.astype(str))
     out = pd.DataFrame({"kernel": kernel, "case_id": wide.case_id, "array_mib": inputs / 2**20,
@@ -201,7 +207,7 @@ def capped_fills(table: pd.DataFrame) -> pd.DataFrame:
                         "measured_us": 1e6 * wide["measured"]["time_s"].to_numpy(),
                         "predicted_us": 1e6 * wide["predicted"]["time_s"].to_numpy(),
                         "fills": (wide["measured"]["dram_read_bytes"].to_numpy() - 4.0 * rows * cols) / 32,
-                        "shared": cols * (np.ceil(rows / 32) - 1) * off_sector_share(rows)})
+                        "shared": shared_sectors(rows, cols)})
     out["fills_pct"] = 100 * out.fills / out.shared.where(out.shared > 0)
     aligned = out[out.shared.eq(0)].set_index(["rows", "cols", "blocks_per_sm"]).measured_us
     key = pd.MultiIndex.from_arrays([out.rows - out.rows % 8, out.cols, out.blocks_per_sm])  # 3001 -> 3000
@@ -302,8 +308,9 @@ def partial_refills(l2_bytes: float, table: pd.DataFrame) -> pd.DataFrame:
     block_bytes = 8.0 * tile**2  # a tile read and written
     out_apart = np.where(swapped, 1, grid_x) * block_bytes / l2_bytes
     in_apart = np.where(swapped, grid_y, 1) * block_bytes / l2_bytes
-    law = (cols * (grid_y - 1) * off_sector_share(rows) * np.minimum(out_apart, 1)
-           + rows * (grid_x - 1) * off_sector_share(cols) * np.minimum(in_apart, 1))
+    # input rows (`cols` floats) read in part by two blocks: the transposed shape's output boundaries
+    law = (shared_sectors(rows, cols, tile) * np.minimum(out_apart, 1)
+           + shared_sectors(cols, rows, tile) * np.minimum(in_apart, 1))
     name = np.where(t.case.eq("transpose.smem"), "shared-memory TILE " + tile.astype(int).astype(str),
                     t.case.str.replace("transpose.", "", regex=False))
     fast = t.case.isin(["transpose.rows", "transpose.rows_capped"]) & pad.eq(1) & ~(param(t, "blocks_per_sm") < 6)

@@ -97,15 +97,18 @@ ROWS = register(KernelCase(
     description="32 x 8 threads, 4 elements per thread, tile[32][32+pad]"))
 
 
-SM_SMEM_BYTES, BLOCK_RESERVED_BYTES = 233472, 1024  # the H200's shared memory per SM and per-block reserve
+CAPPED_ON = "h200"  # the device whose shared memory per SM the cap divides (the plans that measure it)
 
 
 def _capping_smem(p) -> int:
     """Dynamic shared memory (unused by the kernel) that leaves room for `blocks_per_sm` blocks."""
+    from ...devices import device
+
     b = p["blocks_per_sm"]
     if not 1 <= b <= 8:
         raise PerfModelError(f"transpose.rows_capped: blocks_per_sm = {b}; 1 to 8 (8 of 256 threads fill an SM)")
-    return (SM_SMEM_BYTES // b - BLOCK_RESERVED_BYTES - ROWS.static_smem(p)) // 128 * 128
+    dev = device(CAPPED_ON)
+    return (dev.smem_per_sm_bytes // b - dev.reserved_smem_per_block_bytes - ROWS.static_smem(p)) // 128 * 128
 
 
 register(dataclasses.replace(
@@ -117,9 +120,8 @@ register(dataclasses.replace(
 
 def _swapped_launch(p) -> Launch:
     plain = ROWS.launch(p)
-    swap = {"bx": "BY", "by": "BX"}
-    defs = {k: "".join(swap.get(t, t) for t in re.split(r"(\w+)", v)).replace("BY", "by").replace("BX", "bx")
-            for k, v in plain.defs.items()}
+    swap = {"bx": "by", "by": "bx"}
+    defs = {k: "".join(swap.get(t, t) for t in re.split(r"(\w+)", v)) for k, v in plain.defs.items()}
     return Launch(block=plain.block, grid=(plain.grid[1], plain.grid[0], 1), loops=plain.loops, params=plain.params,
                   defs=defs)
 
