@@ -275,19 +275,16 @@ def _swapped(table: pd.DataFrame) -> str:
     plain = f[f.case.eq("transpose.rows")].set_index(["rows", "cols"])
     swap = f[f.case.eq("transpose.rows_swapped")].set_index(["rows", "cols"])
     both = swap.join(plain, rsuffix="_plain", how="inner")
-    worst = both.loc[both.measured_us_plain.idxmax()] if len(both) else None
-    err = 100 * (swap.predicted_us / swap.measured_us - 1)
-    line = (" With blockIdx.x walking the input's tile rows (transpose.rows_swapped, h200_swapped) the block that "
-            "completes a shared partial sector is the next one, and the loss is gone where the arrays are "
-            "small enough: ")
-    if worst is not None:
-        line += (f"into {worst.name[0]}-float rows x {worst.name[1]} it runs {worst.measured_us:.0f} µs against the "
-                 f"plain kernel's {worst.measured_us_plain:.0f}, ")
-    return line + (f"the model {err.min():+.0f} to {err.max():+.0f} % on the swapped kernels; its DRAM reads past the "
-                   f"input ({swap.extra_reads_per_block.min():.2f}-{swap.extra_reads_per_block.max():.2f} sectors a "
-                   "block) are input sectors two blocks read in part, now a tile column apart (a random-replacement "
-                   "L2 loses about the traffic between the reads over its size). A ragged transpose should order its "
-                   "blocks along the output rows; the model, which has no store timing, predicts the ordered kernel.")
+    pairs = "; ".join(f"{r} x {c}: {b.measured_us_plain:.0f} -> {b.measured_us:.0f} µs (model "
+                      f"{100 * (b.predicted_us / b.measured_us - 1):+.0f} %)" for (r, c), b in both.iterrows()
+                      if r % 8)
+    return (" With blockIdx.x walking the input's tile rows (transpose.rows_swapped, h200_swapped) the block that "
+            f"completes a shared partial sector is the next one, and the ragged kernel's loss shrinks or goes: "
+            f"{pairs}. "
+            f"The swapped kernels' DRAM reads past the input ({swap.extra_reads_per_block.min():.2f}-"
+            f"{swap.extra_reads_per_block.max():.2f} sectors a block) are input sectors two blocks read in part, "
+            "now a tile column apart (below). A ragged transpose should order its blocks along the output rows; the "
+            "model, which has no store timing, predicts the ordered kernel.")
 
 
 def partial_refills(l2_bytes: float, table: pd.DataFrame) -> pd.DataFrame:
