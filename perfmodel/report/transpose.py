@@ -96,15 +96,23 @@ def shared_sectors(rows: pd.Series, cols: pd.Series, tile: pd.Series | int = 32)
     return cols * (np.ceil(rows / tile) - 1) * off_sector_share(rows)
 
 
+def reads_and_time(table: pd.DataFrame, cases: list[str]) -> pd.DataFrame:
+    """One row per case of `cases` with both its DRAM reads (ncu) and its time: predicted, measured and
+    relative error of each, columns (value, metric); case, case_id and params beside them."""
+    t = table[table.case.isin(cases) & table.kind.isin(["counter", "time"])
+              & table.metric.isin(["dram_read_bytes", "time_s"])]
+    if not len(t):
+        return pd.DataFrame()
+    return t.pivot_table(index=["case", "case_id", "params"], columns="metric",
+                         values=["predicted", "measured", "rel_error"]).dropna().reset_index()
+
+
 def fills_per_row_start(table: pd.DataFrame) -> pd.DataFrame:
     """Per ragged transpose (output rows off a sector; row and shared-memory kernels): the DRAM reads
     past the input (ncu), in sectors, per tile boundary inside an output row where a row starts off a
     sector - the sectors two blocks each write in part, `cols / TILE` blocks apart - beside the model's
     time error. Left out where the model itself reads more than the input."""
-    t = table[table.case.isin(["transpose.rows", "transpose.smem"]) & table.kind.isin(["counter", "time"])
-              & table.metric.isin(["dram_read_bytes", "time_s"])]
-    wide = t.pivot_table(index=["case", "case_id", "params"], columns="metric",
-                         values=["predicted", "measured", "rel_error"]).dropna().reset_index()
+    wide = reads_and_time(table, ["transpose.rows", "transpose.smem"])
     if not len(wide):
         return pd.DataFrame()
     rows, cols = param(wide, "rows"), param(wide, "cols")
@@ -196,12 +204,9 @@ def capped_fills(table: pd.DataFrame) -> pd.DataFrame:
     """transpose.rows_capped (plan h200_capped) by blocks per SM: measured and predicted time into
     rows that start on a sector (aligned) and off one (ragged, the same columns), the ragged kernel's
     DRAM fills (ncu reads past the input, in sectors) and the time they add over the aligned kernel."""
-    t = table[table.case.eq("transpose.rows_capped") & table.kind.isin(["counter", "time"])
-              & table.metric.isin(["dram_read_bytes", "time_s"])]
-    if not len(t):
+    wide = reads_and_time(table, ["transpose.rows_capped"])
+    if not len(wide):
         return pd.DataFrame()
-    wide = t.pivot_table(index=["case_id", "params"], columns="metric", values=["predicted", "measured"]).dropna()
-    wide = wide.reset_index()
     rows, cols, bps = param(wide, "rows"), param(wide, "cols"), param(wide, "blocks_per_sm")
     out = pd.DataFrame({"rows": rows, "cols": cols, "blocks_per_sm": bps,
                         "measured_us": 1e6 * wide["measured"]["time_s"].to_numpy(),
@@ -249,13 +254,10 @@ def swapped_pairs(table: pd.DataFrame) -> pd.DataFrame:
     """transpose.rows_swapped (plan h200_swapped: the next block completes a shared partial sector)
     beside transpose.rows pad 1 at the same shape: measured and predicted time, and DRAM reads past
     the input per block (ncu; output fills, or input sectors two blocks read in part)."""
-    t = table[table.case.isin(["transpose.rows", "transpose.rows_swapped"]) & table.kind.isin(["counter", "time"])
-              & table.metric.isin(["dram_read_bytes", "time_s"])]
-    t = t[param(t, "pad") == 1]
-    if not t.case.eq("transpose.rows_swapped").any():
+    wide = reads_and_time(table, ["transpose.rows", "transpose.rows_swapped"])
+    if not len(wide) or not wide.case.eq("transpose.rows_swapped").any():
         return pd.DataFrame()
-    wide = t.pivot_table(index=["case", "case_id", "params"], columns="metric",
-                         values=["predicted", "measured"]).dropna().reset_index()
+    wide = wide[(param(wide, "pad") == 1).to_numpy()].reset_index(drop=True)
     rows, cols = param(wide, "rows"), param(wide, "cols")
     blocks = np.ceil(rows / 32) * np.ceil(cols / 32)
     out = pd.DataFrame({"case": wide.case, "rows": rows, "cols": cols,
