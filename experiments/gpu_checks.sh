@@ -11,7 +11,7 @@ for tool in memcheck racecheck synccheck; do
   rm -rf "/tmp/san-$tool"  # a fresh run: the recorder would resume (skip) cases found there
   # --report-api-errors no: cuda-python probes driver entry points (cuGetProcAddress), which memcheck
   # would report as API errors; kernel memory errors are still reported.
-  timeout "${SAN_TIMEOUT:-170}" compute-sanitizer --tool "$tool" --report-api-errors no --error-exitcode 9 --print-limit 20 \
+  timeout "${SAN_TIMEOUT:-170}" compute-sanitizer --tool "$tool" --error-exitcode 9 --print-limit 20 \
     --report-api-errors no \
     python3 experiments/measure.py --plan experiments/plans/sanitize.toml --out "/tmp/san-$tool" --check-only \
     > "$OUT/sanitize-$tool.log" 2>&1
