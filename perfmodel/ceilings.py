@@ -160,9 +160,10 @@ def _loaded_latency(data, dev: DeviceSpec) -> dict[str, object]:
                                       + f" streams up to {read[-1][0] / 1e12:.2f} TB/s")}
 
 
-def _ncu_read_points(data, case: str, point) -> tuple[dict[float, list[float]], list[str]]:
-    """ncu's DRAM reads of a case's launches (median per case): `point(params, bytes)` gives each one's
-    (x, y) on a curve, or None to leave it out. Returns the y values by x, and the cases used."""
+def _ncu_read_curve(data, case: str, point) -> tuple[tuple[tuple[float, float], ...], list[str]]:
+    """A curve from ncu's DRAM reads of a case's launches (median per case): `point(params, bytes)`
+    gives each one's (x, y), or None to leave it out; a y measured twice at one x is their median.
+    Returns the curve sorted by x, and the cases used."""
     sel = data[(data.case == case) & (data.source == "ncu") & (data.metric == "dram__bytes_read.sum")]
     reads = sel.groupby(["case_id", "params"]).value.median().reset_index()
     pts: dict[float, list[float]] = {}
@@ -171,7 +172,7 @@ def _ncu_read_points(data, case: str, point) -> tuple[dict[float, list[float]], 
         if (xy := point(json.loads(params), float(value))) is not None:
             pts.setdefault(float(xy[0]), []).append(xy[1])
             cases.append(cid)
-    return pts, sorted(cases)
+    return tuple(sorted((x, float(np.median(y))) for x, y in pts.items())), sorted(cases)
 
 
 def _l2_retention(data) -> dict[str, object]:
@@ -181,14 +182,14 @@ def _l2_retention(data) -> dict[str, object]:
         size = 4 * p["n"]
         return None if p.get("passes", 1) < 2 else (size, min(max((read / size - 1) / (p["passes"] - 1), 0.0), 1.0))
 
-    pts, cases = _ncu_read_points(data, "probe.l2_read", lost)
-    if len(pts) < 4:
+    curve, cases = _ncu_read_curve(data, "probe.l2_read", lost)
+    if len(curve) < 4:
         return {}
-    curve = tuple(sorted((x, float(np.median(y))) for x, y in pts.items()))
     half = float(np.interp(0.5, [y for _, y in curve], [x for x, _ in curve]))
     return {"l2_retention": curve, "l2_retention_probe": Ceiling(
         "L2 retention: footprint of a re-read buffer that loses half of it between passes", half, "B",
-        f"measured: probe.l2_read under ncu at {len(pts)} sizes, {int(min(pts)) >> 20}-{int(max(pts)) >> 20} MiB",
+        f"measured: probe.l2_read under ncu at {len(curve)} sizes, "
+        f"{int(curve[0][0]) >> 20}-{int(curve[-1][0]) >> 20} MiB",
         tuple(cases))}
 
 
@@ -259,14 +260,13 @@ def _l2_piece_fills(data) -> dict[str, object]:
         array = 4 * p["rows"] * p["cols"]
         return None if p.get("block_rows") != 8 else (2 * array, max(read / array - 1, 0.0))
 
-    pts, cases = _ncu_read_points(data, "transpose.naive_rows", past_input)
-    if len(pts) < 4:
+    curve, cases = _ncu_read_curve(data, "transpose.naive_rows", past_input)
+    if len(curve) < 4:
         return {}
-    curve = tuple(sorted((x, float(np.median(y))) for x, y in pts.items()))
     return {"l2_piece_fills": curve, "l2_piece_fills_probe": Ceiling(
         "L2 fills of sectors completed in 4-byte pieces (largest share)", max(y for _, y in curve), "",
-        f"measured: transpose.naive_rows (32 x 8 threads) under ncu at {len(pts)} sizes, "
-        f"{int(min(pts)) >> 20}-{int(max(pts)) >> 20} MiB moved", tuple(cases))}
+        f"measured: transpose.naive_rows (32 x 8 threads) under ncu at {len(curve)} sizes, "
+        f"{int(curve[0][0]) >> 20}-{int(curve[-1][0]) >> 20} MiB moved", tuple(cases))}
 
 
 def _l1_store_combine(data) -> Ceiling | None:
