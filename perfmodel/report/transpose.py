@@ -291,11 +291,11 @@ def _swapped(table: pd.DataFrame) -> str:
 
 def partial_refills(l2_bytes: float, table: pd.DataFrame) -> pd.DataFrame:
     """Row and shared-memory transposes (plain, capped, swapped): the DRAM reads past the input (ncu,
-    in sectors) against what an L2 that replaces lines at random would lose of the sectors two
-    blocks each touch in part before the second comes - the traffic between the two blocks over the
-    L2's size, per shared sector: output rows that start off a sector, completed a tile row of blocks
-    later (the next block, swapped), and input rows read in part by the next block (a tile column of
-    blocks later, swapped)."""
+    in sectors; `fast`: the padded row transpose at 6-8 blocks per SM) against what an L2 that
+    replaces lines at random would lose of the sectors two blocks each touch in part before the second
+    comes - the traffic between the two blocks over the L2's size, per shared sector: output rows that
+    start off a sector, completed a tile row of blocks later (the next block, swapped), and input rows
+    read in part by the next block (a tile column of blocks later, swapped)."""
     kernels = ["transpose.rows", "transpose.rows_capped", "transpose.rows_swapped", "transpose.smem"]
     t = table[table.case.isin(kernels) & table.metric.eq("dram_read_bytes") & table.kind.eq("counter")]
     if not len(t):
@@ -316,7 +316,7 @@ def partial_refills(l2_bytes: float, table: pd.DataFrame) -> pd.DataFrame:
     out = pd.DataFrame({"kernel": np.where(fast, "padded row transpose, >= 6 blocks per SM", name + ", pad " +
                                            pad.astype(int).astype(str)),
                         "case_id": t.case_id, "array_mib": 4.0 * rows * cols / 2**20, "law_sectors": law,
-                        "measured_sectors": (t.measured - 4.0 * rows * cols) / 32})
+                        "measured_sectors": (t.measured - 4.0 * rows * cols) / 32, "fast": fast.to_numpy()})
     out["ratio"] = out.measured_sectors / out.law_sectors
     return out[out.law_sectors > 2000].reset_index(drop=True)
 
@@ -331,16 +331,15 @@ def _replacement_law(dev, table: pd.DataFrame, folder: Path, page: Page) -> str:
         "Ragged transposes: DRAM reads past the input over a random-replacement L2's losses",
         "one array (MiB)", "measured / (traffic between the two blocks / L2 size, per shared sector)",
         logx=True)))
-    fast = f.kernel.str.startswith("padded row transpose, >=")
-    calm = f[~fast]
+    fast, calm = f[f.fast], f[~f.fast]
     q = calm.ratio.quantile([0.1, 0.5, 0.9])
-    share = 32 * calm.measured_sectors / (4.0 * calm.array_mib * 2**20 / 4 + 32 * calm.measured_sectors)
+    share = 32 * calm.measured_sectors / (calm.array_mib * 2**20 + 32 * calm.measured_sectors)
     return (f" What the other ragged transposes read past their input ({len(calm)} cases, figure below) is what an "
             "L2 that replaced lines at random would lose of the sectors two blocks each touch in part: the "
             "traffic between the two blocks over the L2's size, per shared sector - output sectors a tile row "
             "of blocks apart, input sectors a tile column apart where the grid is swapped - measured over that "
             f"{q[0.5]:.2f}x at the median, {q[0.1]:.2f}-{q[0.9]:.2f}x for 8 in 10, with nothing fitted; the "
-            f"padded row transpose at 6-8 blocks per SM loses {f[fast].ratio.min():.1f}-{f[fast].ratio.max():.1f}x "
+            f"padded row transpose at 6-8 blocks per SM loses {fast.ratio.min():.1f}-{fast.ratio.max():.1f}x "
             "that. Not in the model, which keeps such sectors whole below half an L2 partition's traffic: "
             f"their bytes are at most {100 * share.max():.1f} % of those kernels' DRAM reads.")
 

@@ -127,9 +127,8 @@ def _swapped_launch(p) -> Launch:
 
 
 register(dataclasses.replace(
-    ROWS, name="transpose.rows_swapped", defaults={**ROWS.defaults, "pad": 1},
-    entry=lambda p: "transpose_rows_swapped_32_1" if p["pad"] == 1 else "transpose_rows_swapped_32_0",
+    ROWS, name="transpose.rows_swapped",
+    entry=lambda p: f"transpose_rows_swapped_32_{p['pad']}",  # pad 1 only compiled: bind() says so
     launch=_swapped_launch,
     description="transpose.rows (pad 1) with blockIdx.x walking the input's tile rows: consecutive blocks "
                 "write neighbouring tiles of the same output rows"))
-
