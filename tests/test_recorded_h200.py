@@ -629,6 +629,19 @@ def test_ragged_transposes_lose_partial_sectors_as_a_random_replacement_l2_would
     assert f[f.fast].ratio.median() > 2, f[f.fast].to_string()
 
 
+def test_only_the_slowest_ragged_row_transposes_stall_at_the_crossbar(recorded, comparison):
+    """h200_fabric: the row transposes whose time the model misses by over 20 % (into rows off a
+    sector, 8 blocks per SM, past L2) are the ones whose L1s hold requests the crossbar refuses
+    (ncu: over 1 % of the cycles); aligned, half-sector, swapped, unpadded and 4-block kernels ~0."""
+    from perfmodel.report.transpose import xbar_stalls
+
+    f = xbar_stalls(recorded, comparison).dropna()
+    assert len(f) >= 8, f.to_string()
+    missed = f.predicted_us / f.measured_us - 1 < -0.2
+    assert missed.sum() >= 2 and (f.stall_avg_pct[missed] > 1).all(), f.to_string()
+    assert (f.stall_avg_pct[~missed] < 0.5).all(), f.to_string()
+
+
 def test_ceiling_probes_are_consistent_but_not_counted(comparison):
     t = comparison[comparison.kind == "time-ceiling"]
     assert set(t.case) >= {"probe.copy", "probe.fma", "probe.launch"}

@@ -73,7 +73,7 @@ def transpose_study(dev, data, table, ceil, folder: Path) -> Page:
             "arrays read and written (MiB)", "DRAM reads past the input, over the output (%)", group="block_rows",
             logx=True, marks=[(partition_mib, "one L2 partition"), (dev.l2_bytes / 2**20, "L2")])))
     page.text += _partial_sectors(table, folder, page) + _fill_map(table, folder, page) + _capped(table, folder, page)
-    page.text += _swapped(table) + _replacement_law(dev, table, folder, page)
+    page.text += _swapped(table) + _replacement_law(dev, table, folder, page) + _xbar(data, table)
     t = table[(table.study == "transpose") & (table.kind == "time")]
     page.figures.append(("transpose bars", figures.bars(
         [c.replace("transpose.", "") for c in t.case_id], {"predicted": list(t.predicted * 1e6),
@@ -343,3 +343,43 @@ def _replacement_law(dev, table: pd.DataFrame, folder: Path, page: Page) -> str:
             "that. Not in the model, which keeps such sectors whole below half an L2 partition's traffic: "
             f"their bytes are at most {100 * share.max():.1f} % of those kernels' DRAM reads.")
 
+
+
+XBAR_STALL = "l1tex__m_l1tex2xbar_req_cycles_stalled"  # cycles an L1 has a request the crossbar refuses
+
+
+def xbar_stalls(data: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """Row transposes profiled for the L1-to-crossbar request stall (plan h200_fabric): its share of
+    the cycles on the average and the worst SM (ncu), with measured and predicted time."""
+    ncu = data[data.source.eq("ncu") & data.metric.str.startswith(XBAR_STALL)
+               & data.case.str.startswith("transpose.rows")]
+    if not len(ncu):
+        return pd.DataFrame()
+    wide = ncu.pivot_table(index="case_id", columns="metric", values="value", aggfunc="median")
+    timed = table[table.kind.eq("time")].set_index("case_id")
+    out = pd.DataFrame({"case_id": wide.index,
+                        "stall_avg_pct": wide[f"{XBAR_STALL}.avg.pct_of_peak_sustained_elapsed"].to_numpy(),
+                        "stall_max_pct": wide[f"{XBAR_STALL}.max.pct_of_peak_sustained_elapsed"].to_numpy()})
+    out["measured_us"] = 1e6 * out.case_id.map(timed.measured)
+    out["predicted_us"] = 1e6 * out.case_id.map(timed.predicted)
+    return out.sort_values("stall_avg_pct", ascending=False).reset_index(drop=True)
+
+
+def _xbar(data: pd.DataFrame, table: pd.DataFrame) -> str:
+    """Which row transposes' L1s find the crossbar refusing their requests."""
+    f = xbar_stalls(data, table)
+    if not len(f):
+        return ""
+    hit, calm = f[f.stall_avg_pct >= 1], f[f.stall_avg_pct < 1]
+
+    def name(case_id: str) -> str:
+        return case_id.replace("transpose.", "").replace("cols=", "").replace("rows=", "")
+
+    listed = "; ".join(f"{name(r.case_id)}: {r.stall_avg_pct:.1f} % (up to {r.stall_max_pct:.0f} % on one SM), "
+                       f"model {100 * (r.predicted_us / r.measured_us - 1):+.0f} %" for r in hit.itertuples())
+    return (f" One counter tells the slow kernels apart (h200_fabric, {len(f)} row transposes): the cycles an L1 "
+            f"holds a request the crossbar will not take. {listed}; the {len(calm)} others - aligned, half a sector "
+            f"off, swapped, unpadded, capped at 4 blocks per SM - at most {calm.stall_avg_pct.max():.1f} %. The "
+            "largest losses come with L2 pushing back on the SMs, not with DRAM busier (it is less busy there "
+            "for the same bytes); the smaller ones (half a sector off, or capped at 4 blocks) come without it. "
+            "What makes L2 stall is not found, and the model has no term for it.")
