@@ -472,10 +472,12 @@ def test_l2_write_requests(comparison):
 def test_l2_input_transfers_follow_the_crossbar_counter(recorded):
     """What the crossbar carries into L2 (traffic.l2_input_units: a transfer per written sector, one
     more per (request, line) writing a sector in part, one per read request): ncu's busy share of
-    that port x the kernel's duration is proportional to it, one rate within 2 % (asserted: 4 %) over every profiled
-    kernel that stores (h200_l2_units: L2-resident and streaming 4- and 32-byte stores, whole lines,
-    aligned and shifted copies, the naive and tiled transposes, probe.piece_store 256 warps apart,
-    whose 4-sector masked lines hold the port at 94 % while L2's tag stage idles at 38 %). Where L1
+    that port x the kernel's duration is proportional to it, one rate within 4 % over every profiled
+    kernel that stores for 20 µs or more of port time (h200_l2_units: L2-resident and streaming 4- and
+    32-byte stores, whole lines, aligned and shifted copies, the naive and tiled transposes,
+    probe.piece_store 256 warps apart, whose 4-sector masked lines hold the port at 94 % while L2's
+    tag stage idles at 38 %; h200_fabric(2): the row transposes), within 6 % below that (a 1001-row
+    transpose, 13 µs of port time, the busy share over its ramp: +5.8 %). Where L1
     combines part of a block's stores (piece_store / piece_spread, dist 1) the count takes the share
     measured on one of them, so those land within 12 %."""
     from perfmodel.validate import l2_input_busy
@@ -485,7 +487,8 @@ def test_l2_input_transfers_follow_the_crossbar_counter(recorded):
     combined = (t.transfers / t.busy_s)[t.combined]
     assert len(rate) >= 10 and len(combined) >= 1, t
     off = rate / rate.median() - 1
-    assert off.abs().max() < 0.04, t.assign(off=off)
+    long = t.busy_s[~t.combined] >= 20e-6
+    assert off[long].abs().max() < 0.04 and off.abs().max() < 0.06, t.assign(off=off)
     assert (combined / rate.median() - 1).abs().max() < 0.12, t.assign(rate=combined / rate.median())
 
 
@@ -629,17 +632,19 @@ def test_ragged_transposes_lose_partial_sectors_as_a_random_replacement_l2_would
     assert f[f.fast].ratio.median() > 2, f[f.fast].to_string()
 
 
-def test_only_the_slowest_ragged_row_transposes_stall_at_the_crossbar(recorded, comparison):
-    """h200_fabric: the row transposes whose time the model misses by over 20 % (into rows off a
-    sector, 8 blocks per SM, past L2) are the ones whose L1s hold requests the crossbar refuses
-    (ncu: over 1 % of the cycles); aligned, half-sector, swapped, unpadded and 4-block kernels ~0."""
+def test_ragged_row_transposes_stall_at_the_crossbar_but_that_is_not_their_loss(recorded, comparison):
+    """h200_fabric(2): padded row transposes into rows off a sector at 8 blocks per SM hold requests
+    the crossbar refuses (ncu: over 1 % of the cycles), every other row transpose profiled almost
+    never (< 0.5 %); capped at 6-8 blocks by unused shared memory they stall far less yet lose as
+    much against the model - the stall accompanies the known gap, it does not measure it."""
     from perfmodel.report.transpose import xbar_stalls
 
-    f = xbar_stalls(recorded, comparison).dropna()
-    assert len(f) >= 8, f.to_string()
-    missed = f.predicted_us / f.measured_us - 1 < -0.2
-    assert missed.sum() >= 2 and (f.stall_avg_pct[missed] > 1).all(), f.to_string()
-    assert (f.stall_avg_pct[~missed] < 0.5).all(), f.to_string()
+    f = xbar_stalls(recorded, comparison)
+    ragged, capped, other = (f[f.group == k] for k in ("ragged", "capped", "other"))
+    assert len(ragged) >= 6 and len(capped) >= 3 and len(other) >= 8, f.to_string()
+    assert (ragged.stall_avg_pct > 1).all() and (other.stall_avg_pct < 0.5).all(), f.to_string()
+    slow_capped = capped[capped.error < -0.2]
+    assert len(slow_capped) >= 2 and (slow_capped.stall_avg_pct < 0.5).any(), f.to_string()
 
 
 def test_ceiling_probes_are_consistent_but_not_counted(comparison):

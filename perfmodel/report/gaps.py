@@ -74,9 +74,9 @@ REASONS: list[tuple[str, str, str]] = [
                                  "read-modify-write costs ~60 ps, not 250 (probe.store_scatter, "
                                  "checks/store_scatter). ncu "
                                  "(h200_l2_units): no L2 unit is busier than when aligned, while warps wait "
-                                 "2.7x longer at the barrier for their loads; the slowest alone find the "
-                                 "crossbar refusing their L1s' requests (h200_fabric: 4-7 % of cycles, others "
-                                 "<= 0.1 %)"),
+                                 "2.7x longer at the barrier for their loads; uncapped, they find the crossbar "
+                                 "refusing their L1s' requests (h200_fabric: 1.6-6.6 % of cycles, other row "
+                                 "transposes <= 0.1 %), but capped at 6 they lose as much stalling 0.1-0.2 %"),
     ("time_s", "transpose.smem", "TILE 16 (8 blocks per SM, 248 waves): the phase rule left them 5-18 % fast "
                                  "until refills queue for a busy block dispatcher (M/D/1 at its measured rate); "
                                  "a few remain 5-11 % fast, the dispatcher's queue and the phases interleave"),

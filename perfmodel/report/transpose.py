@@ -349,37 +349,47 @@ XBAR_STALL = "l1tex__m_l1tex2xbar_req_cycles_stalled"  # cycles an L1 has a requ
 
 
 def xbar_stalls(data: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
-    """Row transposes profiled for the L1-to-crossbar request stall (plan h200_fabric): its share of
-    the cycles on the average and the worst SM (ncu), with measured and predicted time."""
+    """Row transposes profiled for the L1-to-crossbar request stall (plans h200_fabric, h200_fabric2):
+    its share of the cycles on the average and the busiest SM (ncu), measured and predicted time, and
+    the group: `ragged` (padded, 8 blocks per SM by warps, rows off a sector by other than half of
+    one), `capped` (the same at 6-8 blocks behind unused shared memory), `other`."""
     ncu = data[data.source.eq("ncu") & data.metric.str.startswith(XBAR_STALL)
                & data.case.str.startswith("transpose.rows")]
-    if not len(ncu):
+    timed = table[table.kind.eq("time")].set_index("case_id")
+    if not len(ncu) or not len(timed):
         return pd.DataFrame()
     wide = ncu.pivot_table(index="case_id", columns="metric", values="value", aggfunc="median")
-    timed = table[table.kind.eq("time")].set_index("case_id")
-    out = pd.DataFrame({"case_id": wide.index,
+    wide = wide[wide.index.isin(timed.index)]
+    t = timed.loc[wide.index].reset_index()
+    rows, pad, bps = param(t, "rows"), param(t, "pad"), param(t, "blocks_per_sm").fillna(8)
+    off = (rows % 8 != 0) & (rows % 8 != 4) & pad.eq(1) & (bps >= 6)
+    group = np.where(off & t.case.eq("transpose.rows"), "ragged",
+                     np.where(off & t.case.eq("transpose.rows_capped"), "capped", "other"))
+    out = pd.DataFrame({"case_id": t.case_id, "group": group,
                         "stall_avg_pct": wide[f"{XBAR_STALL}.avg.pct_of_peak_sustained_elapsed"].to_numpy(),
-                        "stall_max_pct": wide[f"{XBAR_STALL}.max.pct_of_peak_sustained_elapsed"].to_numpy()})
-    out["measured_us"] = 1e6 * out.case_id.map(timed.measured)
-    out["predicted_us"] = 1e6 * out.case_id.map(timed.predicted)
+                        "stall_max_pct": wide[f"{XBAR_STALL}.max.pct_of_peak_sustained_elapsed"].to_numpy(),
+                        "measured_us": 1e6 * t.measured.to_numpy(), "predicted_us": 1e6 * t.predicted.to_numpy()})
+    out["error"] = out.predicted_us / out.measured_us - 1
     return out.sort_values("stall_avg_pct", ascending=False).reset_index(drop=True)
 
 
 def _xbar(data: pd.DataFrame, table: pd.DataFrame) -> str:
-    """Which row transposes' L1s find the crossbar refusing their requests."""
+    """Where the padded row transposes' L1s find the crossbar refusing their requests, and whether
+    that is what they lose."""
     f = xbar_stalls(data, table)
     if not len(f):
         return ""
-    hit, calm = f[f.stall_avg_pct >= 1], f[f.stall_avg_pct < 1]
+    g = {k: f[f.group == k] for k in ("ragged", "capped", "other")}
 
-    def name(case_id: str) -> str:
-        return case_id.replace("transpose.", "").replace("cols=", "").replace("rows=", "")
+    def span(s: pd.Series, scale: float = 1.0, fmt: str = ".1f") -> str:
+        return f"{scale * s.min():{fmt}}…{scale * s.max():{fmt}}" if len(s) else "none"
 
-    listed = "; ".join(f"{name(r.case_id)}: {r.stall_avg_pct:.1f} % (up to {r.stall_max_pct:.0f} % on one SM), "
-                       f"model {100 * (r.predicted_us / r.measured_us - 1):+.0f} %" for r in hit.itertuples())
-    return (f" One counter tells the slow kernels apart (h200_fabric, {len(f)} row transposes): the cycles an L1 "
-            f"holds a request the crossbar will not take. {listed}; the {len(calm)} others - aligned, half a sector "
-            f"off, swapped, unpadded, capped at 4 blocks per SM - at most {calm.stall_avg_pct.max():.1f} %. The "
-            "largest losses come with L2 pushing back on the SMs, not with DRAM busier (it is less busy there "
-            "for the same bytes); the smaller ones (half a sector off, or capped at 4 blocks) come without it. "
-            "What makes L2 stall is not found, and the model has no term for it.")
+    return (f" The crossbar, measured (h200_fabric, h200_fabric2: {len(f)} row transposes): the "
+            f"{len(g['ragged'])} padded kernels into rows off a sector at 8 blocks per SM find it refusing their "
+            f"L1s' requests {span(g['ragged'].stall_avg_pct)} % of the cycles (up to "
+            f"{g['ragged'].stall_max_pct.max():.0f} % on one SM) and run {span(g['ragged'].error, 100, '+.0f')} % "
+            f"against the model; the {len(g['other'])} others - aligned, half a sector off, swapped, unpadded, "
+            f"2-4 blocks per SM - at most {g['other'].stall_avg_pct.max():.1f} %. But the same kernels capped at "
+            f"6-8 blocks behind unused shared memory lose as much ({span(g['capped'].error, 100, '+.0f')} %) "
+            f"stalling {span(g['capped'].stall_avg_pct, 1, '.2f')} %: L2's push-back goes with these fills, it is "
+            "not what they cost. What they cost is not found, and the model has no term for it.")
