@@ -344,7 +344,6 @@ def _replacement_law(dev, table: pd.DataFrame, folder: Path, page: Page) -> str:
             f"their bytes are at most {100 * share.max():.1f} % of those kernels' DRAM reads.")
 
 
-
 XBAR_STALL = "l1tex__m_l1tex2xbar_req_cycles_stalled"  # cycles an L1 has a request the crossbar refuses
 
 
