@@ -96,6 +96,11 @@ def shared_sectors(rows: pd.Series, cols: pd.Series, tile: pd.Series | int = 32)
     return cols * (np.ceil(rows / tile) - 1) * off_sector_share(rows)
 
 
+def blocks_per_sm(t: pd.DataFrame) -> pd.Series:
+    """The row transposes' blocks per SM: the cap where a case sets one, else 8 (256 threads, by warps)."""
+    return param(t, "blocks_per_sm").fillna(8)
+
+
 def reads_and_time(table: pd.DataFrame, cases: list[str]) -> pd.DataFrame:
     """One row per case of `cases` with both its DRAM reads (ncu) and its time: predicted, measured and
     relative error of each, columns (value, metric); case, case_id and params beside them."""
@@ -312,7 +317,7 @@ def partial_refills(l2_bytes: float, table: pd.DataFrame) -> pd.DataFrame:
            + shared_sectors(cols, rows, tile) * np.minimum(in_apart, 1))
     name = np.where(t.case.eq("transpose.smem"), "shared-memory TILE " + tile.astype(int).astype(str),
                     t.case.str.replace("transpose.", "", regex=False))
-    fast = t.case.isin(["transpose.rows", "transpose.rows_capped"]) & pad.eq(1) & ~(param(t, "blocks_per_sm") < 6)
+    fast = t.case.isin(["transpose.rows", "transpose.rows_capped"]) & pad.eq(1) & (blocks_per_sm(t) >= 6)
     out = pd.DataFrame({"kernel": np.where(fast, "padded row transpose, >= 6 blocks per SM", name + ", pad " +
                                            pad.astype(int).astype(str)),
                         "case_id": t.case_id, "array_mib": 4.0 * rows * cols / 2**20, "law_sectors": law,
@@ -360,8 +365,8 @@ def xbar_stalls(data: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
     wide = ncu.pivot_table(index="case_id", columns="metric", values="value", aggfunc="median")
     wide = wide[wide.index.isin(timed.index)]
     t = timed.loc[wide.index].reset_index()
-    rows, pad, bps = param(t, "rows"), param(t, "pad"), param(t, "blocks_per_sm").fillna(8)
-    off = (rows % 8 != 0) & (rows % 8 != 4) & pad.eq(1) & (bps >= 6)
+    # padded, at 6-8 blocks per SM, into rows more than half of which start off a sector (not 3004's half)
+    off = (off_sector_share(param(t, "rows")) > 0.5) & param(t, "pad").eq(1).to_numpy() & (blocks_per_sm(t) >= 6)
     group = np.where(off & t.case.eq("transpose.rows"), "ragged",
                      np.where(off & t.case.eq("transpose.rows_capped"), "capped", "other"))
     out = pd.DataFrame({"case_id": t.case_id, "group": group,
