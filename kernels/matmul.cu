@@ -18,17 +18,13 @@ extern "C" __global__ void matmul_naive(const float* __restrict__ A, const float
     naive(A, B, C, M, N, K);
 }
 
-// matmul_naive that also records, per block, the SM it ran on and its start and end on the global
-// timer (ns): which blocks share an SM's L1, and when (experiments/placement.py).
-extern "C" __global__ void matmul_naive_placed(const float* __restrict__ A, const float* __restrict__ B,
-                                               float* __restrict__ C, int M, int N, int K,
-                                               unsigned long long* __restrict__ place) {
-    unsigned long long t0, t1;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    naive(A, B, C, M, N, K);
+// Per block, the SM it ran on and its start (t0) and end on the global timer (ns), after the whole
+// block is done: which blocks share an SM's L1, and when (experiments/placement.py).
+__device__ __forceinline__ void record_placement(unsigned long long* __restrict__ place, unsigned long long t0) {
     __syncthreads();
     if (threadIdx.x == 0 && threadIdx.y == 0) {
         unsigned smid;
+        unsigned long long t1;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
         size_t b = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
@@ -36,6 +32,20 @@ extern "C" __global__ void matmul_naive_placed(const float* __restrict__ A, cons
         place[3 * b + 1] = t0;
         place[3 * b + 2] = t1;
     }
+}
+
+__device__ __forceinline__ unsigned long long global_timer() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+extern "C" __global__ void matmul_naive_placed(const float* __restrict__ A, const float* __restrict__ B,
+                                               float* __restrict__ C, int M, int N, int K,
+                                               unsigned long long* __restrict__ place) {
+    unsigned long long t0 = global_timer();
+    naive(A, B, C, M, N, K);
+    record_placement(place, t0);
 }
 
 // The uncoalesced pattern: adjacent threads (col) read B[col * K + k], K floats apart.
@@ -135,3 +145,10 @@ extern "C" __global__ void matmul_coarsened_32_1(MM_ARGS) { coarsened<32, 1>(A, 
 extern "C" __global__ void matmul_coarsened_32_2(MM_ARGS) { coarsened<32, 2>(A, B, C, M, N, K); }
 extern "C" __global__ void matmul_coarsened_32_4(MM_ARGS) { coarsened<32, 4>(A, B, C, M, N, K); }
 extern "C" __global__ void matmul_coarsened_32_8(MM_ARGS) { coarsened<32, 8>(A, B, C, M, N, K); }
+
+// matmul_tiled_16 with its blocks' placement recorded (experiments/placement.py).
+extern "C" __global__ void matmul_tiled_16_placed(MM_ARGS, unsigned long long* __restrict__ place) {
+    unsigned long long t0 = global_timer();
+    tiled<16>(A, B, C, M, N, K);
+    record_placement(place, t0);
+}
