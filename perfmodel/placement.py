@@ -9,8 +9,8 @@ without one.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -19,7 +19,10 @@ from .measurements import DATA_DIR
 from .memory.pattern import BLOCK_VARS, _Bound
 from .models import predict
 from .models.traffic import block_unique_chunks
+from .suite.plan import case_id
 from .suite.registry import get
+
+TILE = 16  # experiments/placement.py records matmul.tiled at TILE 16 (16 x 16 blocks, as matmul.naive)
 
 
 @dataclass(frozen=True)
@@ -32,52 +35,72 @@ class Placement:
     grid: tuple[int, int, int]
 
 
-def recorded(case_size: int, device: str = "h200") -> list[Placement]:
-    """The launches experiments/placement.py recorded for matmul.naive at m = n = k = case_size."""
-    z = np.load(_file(case_size, device))
-    grid = tuple(int(g) for g in z["grid"])
-    return [Placement(z["sm"][i], z["start_ns"][i], z["end_ns"][i], grid) for i in range(len(z["sm"]))]
+@dataclass(frozen=True)
+class Recorded:
+    """The launches recorded of one case at one shape."""
+
+    case: str
+    params: dict[str, int]
+    launches: list[Placement]
 
 
-def l1_requested_sectors(case: str, params: dict[str, int], placement: Placement, device: str = "h200") -> float:
-    """Sectors the L1s request from L2 when a block's loads of an array hit the lines another block
-    on its SM brought in: one that shares the array's block indices, started before it, runs while it
-    starts, and started no longer ago than L1 keeps lines (the L1 left beside the carveout over the
-    SM's predicted fill rate)."""
+def recorded(device: str = "h200") -> list[Recorded]:
+    """Every placement experiments/placement.py recorded (three launches of each case and shape)."""
+    out = []
+    for f in sorted((DATA_DIR / device / "checks" / "placement").glob("placement-*.npz")):
+        kind, m, n, k = re.fullmatch(r"placement-(\w+)-m(\d+)-n(\d+)-k(\d+)", f.stem).groups()
+        params = {"m": int(m), "n": int(n), "k": int(k)} | ({"tile": TILE} if kind == "tiled" else {})
+        z = np.load(f)
+        grid = tuple(int(g) for g in z["grid"])
+        out.append(Recorded(f"matmul.{kind}", params, [Placement(z["sm"][i], z["start_ns"][i], z["end_ns"][i], grid)
+                                                       for i in range(len(z["sm"]))]))
+    return out
+
+
+def nearest_sharer(key: np.ndarray, pl: Placement) -> np.ndarray:
+    """Per block, how long (ns) before its start the latest block with the same key started on its SM
+    and was still running then; inf where none."""
+    since = np.full(len(key), np.inf)
+    for s in np.unique(pl.sm):
+        on = np.where(pl.sm == s)[0]
+        on = on[np.argsort(pl.start_ns[on])]
+        for j, i in enumerate(on):
+            before = on[:j]
+            live = before[(pl.end_ns[before] > pl.start_ns[i]) & (key[before] == key[i])]
+            if len(live):
+                since[i] = pl.start_ns[i] - pl.start_ns[live].max()
+    return since
+
+
+def l1_requested_sectors(case: str, params: dict[str, int], pl: Placement, device: str = "h200") -> float:
+    """Sectors the L1s request from L2 when a block's loads of an array may hit the lines the latest
+    block on its SM that shares the array's block indices brought in: a line survives the SM's
+    fills since then as in a randomly replacing cache, exp(-fills / L1 beside the carveout); the
+    fills are the SM's resident blocks' distinct bytes over the launch's median block time (no fitted
+    constant)."""
     dev = lookup(device)
     kc = get(case)
     p = kc.bind(**params)
     launch, accesses = kc.launch(p), kc.accesses(p)
     pred = predict(case, dev, **p)
-    fill_per_sm = pred.l2_read_bytes / pred.time_s / dev.sm_count
-    keep_ns = 1e9 * (dev.l1_bytes_per_sm - pred.occupancy.carveout_bytes) / fill_per_sm
-    loads = [a for a in accesses if a.space == "global" and not a.store]
-    blocks = np.arange(len(placement.sm))
+    blocks = np.arange(len(pl.sm))
+    fill_bytes_per_ns = (pred.occupancy.blocks_per_sm * pred.l2_read_bytes / len(blocks)
+                         / float(np.median(pl.end_ns - pl.start_ns)))
+    l1_bytes = dev.l1_bytes_per_sm - pred.occupancy.carveout_bytes
     coords = {"bx": blocks % launch.grid[0], "by": blocks // launch.grid[0] % launch.grid[1],
               "bz": blocks // (launch.grid[0] * launch.grid[1])}
     total = 0.0
-    for a in loads:
+    for a in (a for a in accesses if a.space == "global" and not a.store):
         (sectors,) = block_unique_chunks([a], launch, store=False)
         keys = sorted(_Bound(a, launch).index.names & set(BLOCK_VARS))  # the guard only masks
         key = sum(coords[k] * 10**(6 * i) for i, k in enumerate(keys)) if keys else np.zeros_like(blocks)
-        hit = np.zeros(len(blocks), bool)
-        for s in np.unique(placement.sm):
-            on = np.where(placement.sm == s)[0]
-            on = on[np.argsort(placement.start_ns[on])]
-            for j, i in enumerate(on):
-                before = on[:j]
-                live = before[(placement.end_ns[before] > placement.start_ns[i])
-                              & (placement.start_ns[i] - placement.start_ns[before] <= keep_ns)]
-                hit[i] = bool(np.any(key[live] == key[i]))
-        total += sectors * float((~hit).sum())
+        kept = np.exp(-nearest_sharer(key, pl) * fill_bytes_per_ns / l1_bytes)
+        total += sectors * float(np.sum(1 - kept))
     return total
 
 
-def explained(sizes: tuple[int, ...] = (1000, 1024, 2048), device: str = "h200") -> dict[int, float]:
-    """matmul.naive: mean over the recorded launches of the L1-requested sectors with co-resident sharing."""
-    return {m: float(np.mean([l1_requested_sectors("matmul.naive", {"m": m, "n": m, "k": m}, pl, device)
-                              for pl in recorded(m, device)])) for m in sizes if _file(m, device).exists()}
-
-
-def _file(m: int, device: str) -> Path:
-    return DATA_DIR / device / "checks" / "placement" / f"placement-m{m}.npz"
+def explained(device: str = "h200") -> dict[str, float]:
+    """Per recorded case id: the L1-requested sectors with co-resident sharing, mean over its launches."""
+    return {case_id(r.case, r.params): float(np.mean([l1_requested_sectors(r.case, r.params, pl, device)
+                                                     for pl in r.launches]))
+            for r in recorded(device)}

@@ -346,21 +346,23 @@ def test_l2_reads_requested_by_l1(comparison):
     assert len(resident) >= 9 and resident.rel_error.abs().max() < 0.01, describe(resident)
 
 
-def test_naive_matmul_l1_reuse_across_blocks_explained_by_recorded_placement(comparison):
-    """The naive matmul's L1s request ~11 % fewer sectors than its blocks' distinct ones: recorded
-    placements (experiments/placement.py: each block's SM, start and end) show blocks of one grid row
-    resident on one SM at once, sharing A's lines. Counting a block's loads of an array as hits where
-    such a block started no longer ago than the L1 beside the carveout holds at the SM's fill rate
-    (no fitted constant) brings all three sizes within 5 %."""
+def test_l1_reuse_across_blocks_explained_by_recorded_placement(comparison):
+    """The naive matmul's L1s and TILE 16's on grids wider than the SMs request up to 20 % fewer
+    sectors than their blocks' distinct ones. Recorded placements (experiments/placement.py: each
+    block's SM, start and end; 14 shapes, three launches each) show blocks of one grid row resident on
+    one SM at once: where a block's loads of an array may hit the lines of the latest co-resident block
+    sharing its indices, each line surviving the SM's fills since then as in an L1 that replaces at
+    random (nothing fitted), every recorded case comes within 7 % of ncu, 12 of 14 within 5 % - while
+    the model itself (no placement) stays the per-block bound, 10-20 % over on five of them."""
     from perfmodel.placement import explained
 
-    t = comparison[comparison.case.eq("matmul.naive") & comparison.metric.eq("l2_requested_read_sectors")]
-    by_size = {json.loads(p)["m"]: m for p, m in zip(t.params, t.measured, strict=True)}
+    t = comparison[comparison.metric.eq("l2_requested_read_sectors")].set_index("case_id")
     est = explained()
-    assert set(est) == {1000, 1024, 2048} and set(by_size) >= set(est)
-    for m, sectors in est.items():
-        assert sectors == pytest.approx(by_size[m], rel=0.05), (m, sectors, by_size[m])
-    assert t.rel_error.max() > 0.10  # the model itself (no placement) stays the per-block bound
+    assert len(est) >= 14 and set(est) <= set(t.index)
+    off = {cid: t.measured[cid] / v - 1 for cid, v in est.items()}
+    assert max(abs(e) for e in off.values()) < 0.07, off
+    assert sum(abs(e) <= 0.05 for e in off.values()) >= 12, off
+    assert (t.rel_error[list(est)] > 0.10).sum() >= 5
 
 
 def test_l2_slices_count_merged_requests(comparison):

@@ -10,12 +10,11 @@ import pandas as pd
 REASONS: list[tuple[str, str, str]] = [
     ("smem_", "", "the L1 data stage passes more where global loads and stores share it (ncu calls them bank "
                   "conflicts); the per-instruction counts are exact - not modelled"),
-    ("l2_requested_read_sectors", "matmul.naive", "blocks of one grid row meet on an SM and share A's lines in "
-                                                  "L1: recorded placements explain all three sizes within 3 % "
-                                                  "(perfmodel.placement); the model keeps the per-block bound"),
-    ("l2_requested_read_sectors", "matmul.", "TILE 16 on grids wider than the SMs: blocks of one grid row meet on an "
-                                             "SM and share A's lines in L1, as the naive matmul's (found out of "
-                                             "sample: the reuse sweep, the held-out draws) - not predicted"),
+    ("l2_requested_read_sectors", "matmul.", "blocks sharing A's rows meet on an SM and share its lines in L1 "
+                                             "(naive; TILE 16 on grids wider than the SMs): 14 recorded "
+                                             "placements with an L1 that replaces at random explain each within "
+                                             "7 % (perfmodel.placement); the share hangs on when co-resident blocks "
+                                             "start - not predicted, the model keeps the per-block bound"),
     ("warp_instructions", "probe.", "the SASS-region fit counts loops by their memory instructions: the FMA/DFMA "
                                     "probes' compute loops hold none and go uncounted (their time is the FP pipe's)"),
     ("l2_write_", "matmul.coarsened", "a warp's consecutive C stores share lines: L1 combines some, at times - "
