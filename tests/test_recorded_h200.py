@@ -329,7 +329,8 @@ def test_l2_reads_requested_by_l1(comparison):
     per SM. Within 5 % everywhere but where blocks of one grid row meet on an SM and share A's lines
     in L1 (explained by the recorded placement, test below; not predicted): the naive matmul at 1024
     and 2048 (+12 %), TILE 16 with more blocks per grid row than SMs (+10..+30 %, found out of
-    sample: the reuse sweep and the held-out draw; +30 % at 1536 x 6144, h200_l1share), and the barrier-round probes at two blocks per SM (+5..+10 %:
+    sample: the reuse sweep and the held-out draw; +30 % at 1536 x 6144, h200_l1share), and the
+    barrier-round probes at two blocks per SM (+5..+10 %:
     its blocks cycle through one tile pool, and two on an SM sometimes meet within what L1 holds).
     Reuse within a block counts only within a window of its longest loop that fits in its share of L1
     (the probe at one block per SM: exact, 8x fewer sectors without the window)."""

@@ -239,14 +239,26 @@ def _retention_figure(dev, table, ceil, folder: Path) -> str:
                              folder / "l2_retention.png", "What L2 keeps of a re-read working set")
 
 
-def _placement_text(table: pd.DataFrame) -> str:
-    """The L1-requested sectors with the recorded placements' sharing, per recorded case, beside ncu's."""
+def _placement(table: pd.DataFrame, folder: Path, page: Page) -> str:
+    """The L1-requested sectors with the recorded placements' sharing against ncu's, per recorded case
+    (a figure), and a one-line summary."""
     from ..placement import explained
 
     t = table[table.metric.eq("l2_requested_read_sectors")].set_index("case_id")
-    return "; ".join(f"{cid.removeprefix('matmul.')}: {v / 1e6:.1f} M sectors, ncu {t.measured[cid] / 1e6:.1f} M "
-                     f"(model {t.predicted[cid] / 1e6:.1f} M)"
-                     for cid, v in explained().items() if cid in t.index) or "none recorded"
+    est = {cid: v for cid, v in explained().items() if cid in t.index}
+    if not est:
+        return "none recorded"
+    off = {cid: v / t.measured[cid] - 1 for cid, v in est.items()}
+    labels = [cid.removeprefix("matmul.") for cid in est]
+    page.figures.append(("L1 sharing, recorded placements", figures.bars(
+        labels, {"model (per-block bound) / ncu": [t.predicted[c] / t.measured[c] for c in est],
+                 "with the recorded placement / ncu": [v / t.measured[c] for c, v in est.items()]},
+        folder / "matmul_placement.png", "L1-requested sectors over ncu's: per block, and shared by co-resident "
+        "blocks as recorded", "predicted / measured")))
+    model = [t.rel_error[c] for c in est]
+    return (f"{len(est)} recorded shapes (figure below): the placement puts every one within "
+            f"{100 * max(abs(e) for e in off.values()):.1f} % of ncu ({sum(abs(e) <= 0.05 for e in off.values())} "
+            f"within 5 %), the per-block bound is {100 * min(model):+.0f}…{100 * max(model):+.0f} %")
 
 
 MATMUL_SIZES = r"k=\d+,m=\d+,n=\d+,?"  # a matmul case id's sizes: what is left names its variant
@@ -268,16 +280,17 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
                       "naive kernels' 16x16 blocks put two rows in a warp: at k = 1024 their A loads conflict 2-way and"
                       " the column-major B loads 16-way (18 wavefronts per step, measured 18). At k = 1000 the same "
                       "kernel is bound by L1's tag stage instead: 16 lines 31.25 lines apart land in 4 hashed tag banks"
-                      " like random throws, 6.1 passes rather than 4 (ncu: 7.6 per step with A's two lines, model 7.4)."
-                      " The L1s of the naive kernel and of TILE 16 on grids wider than the SMs request up to 20 %"
-                      " fewer sectors than their blocks' distinct ones: blocks of one grid row meet on an SM and"
-                      " share A's lines. Recorded placements (each block's SM, start and end) explain it where a"
-                      " block's loads hit the lines of the latest co-resident block sharing its rows, a line"
-                      " surviving the SM's fills since that block started as in an L1 that replaces at random"
-                      " (exp(-fills / L1 beside the carveout); nothing fitted): "
-                      f"{_placement_text(table)}. TILE 16's blocks start T/8 apart on an SM, about one SM count "
-                      "of blocks apart, and its L1 holds about that long: how much is shared hangs on the jitter of "
-                      "their starts, which the model does not know - it keeps the per-block bound.")
+                      " like random throws, 6.1 passes rather than 4 (ncu: 7.6 per step with A's two lines, model"
+                      " 7.4).")
+    page.text += (" The L1s of the naive kernel and of TILE 16 on grids wider than the SMs request up to 30 %"
+                  " fewer sectors than their blocks' distinct ones: blocks of one grid row meet on an SM and"
+                  " share A's lines. Recorded placements (each block's SM, start and end) explain it where a"
+                  " block's loads hit the lines of the latest co-resident block sharing its rows, a line"
+                  " surviving the SM's fills since that block started as in an L1 that replaces at random"
+                  " (exp(-fills / L1 beside the carveout); nothing fitted): "
+                  f"{_placement(table, folder, page)}. TILE 16's blocks start T/8 apart on an SM, about one SM count "
+                  "of blocks apart, and its L1 holds about that long: how much is shared hangs on the jitter of "
+                  "their starts, which the model does not know - it keeps the per-block bound.")
     d = table[(table.metric == "dram_read_bytes") & (table.case.isin(["matmul.tiled", "matmul.coarsened"]))].copy()
     d["m"] = param(d, "m")
     d["variant"] = d.case_id.str.replace(MATMUL_SIZES, "", regex=True)
