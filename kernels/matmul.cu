@@ -152,3 +152,10 @@ extern "C" __global__ void matmul_tiled_16_placed(MM_ARGS, unsigned long long* _
     tiled<16>(A, B, C, M, N, K);
     record_placement(place, t0);
 }
+
+// matmul_tiled_32 (two blocks per SM) with its blocks' placement recorded (experiments/placement.py).
+extern "C" __global__ void matmul_tiled_32_placed(MM_ARGS, unsigned long long* __restrict__ place) {
+    unsigned long long t0 = global_timer();
+    tiled<32>(A, B, C, M, N, K);
+    record_placement(place, t0);
+}

@@ -22,7 +22,8 @@ from .models.traffic import block_unique_chunks
 from .suite.plan import case_id
 from .suite.registry import get
 
-TILE = 16  # experiments/placement.py records matmul.tiled at TILE 16 (16 x 16 blocks, as matmul.naive)
+# experiments/placement.py's file kinds: the case and the parameters besides m, n, k
+KINDS = {"naive": ("matmul.naive", {}), "tiled": ("matmul.tiled", {"tile": 16}), "tiled32": ("matmul.tiled", {"tile": 32})}
 
 
 @dataclass(frozen=True)
@@ -49,11 +50,11 @@ def recorded(device: str = "h200") -> list[Recorded]:
     out = []
     for f in sorted((DATA_DIR / device / "checks" / "placement").glob("placement-*.npz")):
         kind, m, n, k = re.fullmatch(r"placement-(\w+)-m(\d+)-n(\d+)-k(\d+)", f.stem).groups()
-        params = {"m": int(m), "n": int(n), "k": int(k)} | ({"tile": TILE} if kind == "tiled" else {})
+        case, extra = KINDS[kind]
         z = np.load(f)
         grid = tuple(int(g) for g in z["grid"])
-        out.append(Recorded(f"matmul.{kind}", params, [Placement(z["sm"][i], z["start_ns"][i], z["end_ns"][i], grid)
-                                                       for i in range(len(z["sm"]))]))
+        out.append(Recorded(case, {"m": int(m), "n": int(n), "k": int(k)} | extra,
+                            [Placement(z["sm"][i], z["start_ns"][i], z["end_ns"][i], grid) for i in range(len(z["sm"]))]))
     return out
 
 
