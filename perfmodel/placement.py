@@ -23,7 +23,8 @@ from .suite.plan import case_id
 from .suite.registry import get
 
 # experiments/placement.py's file kinds: the case and the parameters besides m, n, k
-KINDS = {"naive": ("matmul.naive", {}), "tiled": ("matmul.tiled", {"tile": 16}), "tiled32": ("matmul.tiled", {"tile": 32})}
+KINDS = {"naive": ("matmul.naive", {}), "tiled": ("matmul.tiled", {"tile": 16}),
+         "tiled32": ("matmul.tiled", {"tile": 32})}
 
 
 @dataclass(frozen=True)
@@ -53,8 +54,8 @@ def recorded(device: str = "h200") -> list[Recorded]:
         case, extra = KINDS[kind]
         z = np.load(f)
         grid = tuple(int(g) for g in z["grid"])
-        out.append(Recorded(case, {"m": int(m), "n": int(n), "k": int(k)} | extra,
-                            [Placement(z["sm"][i], z["start_ns"][i], z["end_ns"][i], grid) for i in range(len(z["sm"]))]))
+        launches = [Placement(z["sm"][i], z["start_ns"][i], z["end_ns"][i], grid) for i in range(len(z["sm"]))]
+        out.append(Recorded(case, {"m": int(m), "n": int(n), "k": int(k)} | extra, launches))
     return out
 
 
