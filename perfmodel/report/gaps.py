@@ -11,9 +11,9 @@ REASONS: list[tuple[str, str, str]] = [
     ("smem_", "", "the L1 data stage passes more where global loads and stores share it (ncu calls them bank "
                   "conflicts); the per-instruction counts are exact - not modelled"),
     ("l2_requested_read_sectors", "matmul.", "blocks sharing A's rows meet on an SM and share its lines in L1 "
-                                             "(naive; TILE 16 on grids wider than the SMs): 18 recorded "
+                                             "(naive; TILE 16 on grids wider than the SMs): 25 recorded "
                                              "placements with an L1 that replaces at random explain each within "
-                                             "7 % (perfmodel.placement); the share hangs on when co-resident blocks "
+                                             "7.1 % (perfmodel.placement); the share hangs on when co-resident blocks "
                                              "start - not predicted, the model keeps the per-block bound"),
     ("warp_instructions", "probe.", "the SASS-region fit counts loops by their memory instructions: the FMA/DFMA "
                                     "probes' compute loops hold none and go uncounted (their time is the FP pipe's)"),
