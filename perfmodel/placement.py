@@ -1,10 +1,10 @@
 """Recorded block placement (which SM ran each block, and when) against the L1 reuse the model leaves
 out: blocks that read the same rows, resident on one SM at once, share the lines in its L1.
 
-The model counts each block's distinct sectors (`models.traffic.block_unique_chunks`): an upper
-bound where the block scheduler puts blocks with common reads on one SM. With a placement recorded
-(experiments/placement.py) this module says how much of the gap that explains; it predicts nothing
-without one.
+The model counts each block's distinct sectors (`models.traffic.block_unique_chunks`) less what
+co-resident blocks share at the spread of block starts pooled over every recorded launch
+(`coresidency.law`, `models.traffic.co_resident_hits`). With one launch's own placement recorded
+(experiments/placement.py) this module says what that launch's blocks shared; it predicts nothing.
 """
 
 from __future__ import annotations

@@ -326,14 +326,14 @@ def test_dram_writes_with_the_residue(comparison):
 def test_l2_reads_requested_by_l1(comparison):
     """What the SMs' L1s request from L2 (l1tex__m_xbar2l1tex_read_sectors): the distinct sectors
     each block loads (the grid's edge blocks weighed by their number), block-invariant addresses once
-    per SM. Within 5 % everywhere but where blocks of one grid row meet on an SM and share A's lines
-    in L1 (explained by the recorded placement, test below; not predicted): the naive matmul at 1024
-    and 2048 (+12 %), TILE 16 with more blocks per grid row than SMs (+10..+30 %, found out of
-    sample: the reuse sweep and the held-out draw; +30 % at 1536 x 6144, h200_l1share), and the
-    barrier-round probes at two blocks per SM (+5..+10 %:
-    its blocks cycle through one tile pool, and two on an SM sometimes meet within what L1 holds).
-    Reuse within a block counts only within a window of its longest loop that fits in its share of L1
-    (the probe at one block per SM: exact, 8x fewer sectors without the window)."""
+    per SM, less what co-resident blocks of one grid row share in L1 (models.traffic.co_resident_hits:
+    block starts spread as the recorded placements spread, lines kept as an L1 replacing at random
+    keeps them). Within 5 % everywhere but where that sharing is larger than the law has it: the naive
+    matmul at 1024 and 2048 (+9 %: its blocks start in bursts), TILE 16 with more blocks per grid row
+    than SMs (+3..+10 %; +13..+30 % without the sharing), and the barrier-round probes at two blocks
+    per SM (+5..+10 %: its blocks cycle through one tile pool, and two on an SM sometimes meet within
+    what L1 holds). Reuse within a block counts only within a window of its longest loop that fits in
+    its share of L1 (the probe at one block per SM: exact, 8x fewer sectors without the window)."""
     t = comparison[comparison.metric == "l2_requested_read_sectors"]
     assert len(t) >= 150
     wide16 = t.case_id.str.contains("tile=16") & (t.params.map(lambda s: json.loads(s).get("n", 0)) > 16 * 132)
@@ -341,7 +341,7 @@ def test_l2_reads_requested_by_l1(comparison):
     known = t.case.eq("matmul.naive") | (t.case.eq("matmul.tiled") & wide16) | pooled
     bad = t[~known & (t.rel_error.abs() > 0.05)]
     assert bad.empty, describe(bad)
-    assert t[known].rel_error.between(0, 0.31).all(), describe(t[known])
+    assert t[known].rel_error.between(-0.05, 0.11).all(), describe(t[known])
     temporal = t[t.case.eq("stencil.temporal")]  # halos cut at the grid's edges
     assert len(temporal) >= 10 and temporal.rel_error.abs().median() < 0.01, describe(temporal)
     resident = t[t.case.isin(L1_RESIDENT)]
@@ -355,8 +355,8 @@ def test_l1_reuse_across_blocks_explained_by_recorded_placement(comparison):
     h200_l1share32) after this rule was fixed) show blocks of one grid row resident on one SM at once: where a
     block's loads of an array may hit the lines of the latest co-resident block sharing its indices,
     each line surviving the SM's fills since then as in an L1 that replaces at random (nothing
-    fitted), every recorded case comes within 7.5 % of ncu, 21 of 25 within 5 % - while the model
-    itself (no placement) stays the per-block bound, 10-30 % over on most of them."""
+    fitted), every recorded case comes within 7.5 % of ncu, 21 of 25 within 5 %. The model, which has
+    no placement of its own but the spread of all of them (coresidency.law), within 11 %."""
     from perfmodel.placement import explained
 
     t = comparison[comparison.metric.eq("l2_requested_read_sectors")].set_index("case_id")
@@ -365,7 +365,7 @@ def test_l1_reuse_across_blocks_explained_by_recorded_placement(comparison):
     off = {cid: v / t.measured[cid] - 1 for cid, v in est.items()}
     assert max(abs(e) for e in off.values()) < 0.075, off
     assert sum(abs(e) <= 0.05 for e in off.values()) >= 21, off
-    assert (t.rel_error[list(est)] > 0.10).sum() >= 5
+    assert t.rel_error[list(est)].abs().max() < 0.11
 
 
 def test_l2_slices_count_merged_requests(comparison):

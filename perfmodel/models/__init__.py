@@ -14,6 +14,7 @@ import math
 import re
 
 from ..ceilings import ROUND_CHAIN_FMAS, ceilings
+from ..coresidency import law as coresidency_law
 from ..devices import DeviceSpec
 from ..devices import device as lookup
 from ..errors import PerfModelError
@@ -170,7 +171,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     combine = ceil.l1_store_combine_share.value if ceil.l1_store_combine_share else 0.0
     compulsory = case.compulsory_bytes(p)
     below = below_l1(dev, accesses, launch, l1, compulsory, resident, case.model, p, ceil.l2_loss,
-                     l1_share, varying, combine)
+                     l1_share, varying, combine, coresidency_law(dev.key))
     notes.extend(below.notes)
     dram, req = below.dram, below.requests
 

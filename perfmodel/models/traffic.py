@@ -469,11 +469,50 @@ def piece_fills(dram: DramEstimate, share: float, written_bytes: float) -> DramE
                         "bytes it moves)")
 
 
+def co_resident_hits(accesses: list[Access], launch: Launch, law, blocks_per_sm: int, sms: int,
+                     block_bytes: float, l1_bytes: float, sample: int = 4096) -> float:
+    """Sectors per launch a block's loads find in L1, brought in by a co-resident block that shares the
+    array's block indices (blocks of one grid row reading A's rows): the j-th latest block on an SM
+    started j/B of a block's time and j x SMs blocks earlier, spread as the recorded placements spread
+    (`coresidency.law`); a line survives the SM's fills since then, B x the block's bytes per block
+    time, as in an L1 that replaces at random (exp(-fills / L1 beside the carveout)). Blocks sampled
+    evenly over the grid."""
+    if law is None or blocks_per_sm < 2 or launch.blocks < 2:
+        return 0.0
+    idx = np.unique(np.linspace(0, launch.blocks - 1, min(sample, launch.blocks)).astype(np.int64))
+    gx, gy = launch.grid[0], launch.grid[1]
+    times = np.clip(np.arange(1, blocks_per_sm)[:, None] / blocks_per_sm + law.time_offsets[None, :], 0, None)
+    kept = np.exp(-times * blocks_per_sm * block_bytes / l1_bytes).mean(axis=1)  # per slot j
+    total = 0.0
+    for a in _global(accesses, launch, store=False, invariant=False):
+        keys = sorted(_Bound(a, launch).index.names & set(BLOCK_VARS))  # the guard only masks
+        extents = {"bx": gx, "by": gy, "bz": launch.grid[2]}
+        if not keys or all(extents[k] == 1 or k in keys for k in extents):
+            continue  # every block its own addresses
+        (sectors,) = block_unique_chunks([a], launch, store=False)
+
+        def key(b: np.ndarray, keys=keys) -> np.ndarray:
+            c = {"bx": b % gx, "by": b // gx % gy, "bz": b // (gx * gy)}
+            return sum(c[k] * 10**(6 * i) for i, k in enumerate(keys))
+
+        own = key(idx)
+        miss = np.ones(len(idx))
+        for j in range(1, blocks_per_sm):
+            shared = np.zeros(len(idx))
+            for d in np.rint(j * sms + law.index_offsets).astype(np.int64):
+                prev = idx - d
+                ok = (d > 0) & (prev >= 0)
+                shared[ok] += key(prev[ok]) == own[ok]
+            miss *= 1 - kept[j - 1] * shared / len(law.index_offsets)
+        total += sectors * float(np.sum(1 - miss)) * launch.blocks / len(idx)
+    return total
+
+
 def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traffic,
              compulsory: tuple[int, int], resident_blocks: int, family: str, params: dict[str, int],
              pass_loss: Callable[[float], float | None] = lambda footprint: None,
              l1_share_bytes: float = math.inf, varying_sectors: float = 0.0,
-             combine_share: float = 0.0) -> Traffic:
+             combine_share: float = 0.0, coresidency=None) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block; `varying_sectors`:
     the exact L1 sectors of the loads that differ by block, which the sampled reuse scales). Writes: every
     store sector, or per block and line where L1 combines them. DRAM: compulsory bytes (or, with no
@@ -494,6 +533,14 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
                    * SECTOR) if not math.isnan(per_block + shared) else l1.load_sectors * SECTOR)
     if shared and fits:
         notes.append("block-invariant loads: each SM's L1 misses on them once")
+    b = resident_blocks // dev.sm_count
+    if coresidency is not None and not math.isnan(per_block) and b > 1 and math.isfinite(l1_share_bytes):
+        hits = co_resident_hits(accesses, launch, coresidency, b, dev.sm_count, per_block * SECTOR,
+                                l1_share_bytes * b)
+        if hits > 0 and hits >= 0.005 * l2_read / SECTOR:
+            notes.append(f"co-resident blocks share {100 * hits * SECTOR / l2_read:.0f} % of the loaded sectors "
+                         f"in L1 (block starts spread as in {coresidency.launches} recorded launches)")
+            l2_read -= int(hits * SECTOR)
     l2_read = min(l2_read, l1.load_sectors * SECTOR) + l1.uncached_load_sectors * SECTOR
     (per_block_stores,) = block_unique_chunks(accesses, launch, store=True)
     written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors

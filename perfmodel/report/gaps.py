@@ -10,11 +10,11 @@ import pandas as pd
 REASONS: list[tuple[str, str, str]] = [
     ("smem_", "", "the L1 data stage passes more where global loads and stores share it (ncu calls them bank "
                   "conflicts); the per-instruction counts are exact - not modelled"),
-    ("l2_requested_read_sectors", "matmul.", "blocks sharing A's rows meet on an SM and share its lines in L1 "
-                                             "(naive; TILE 16 on grids wider than the SMs): 25 recorded "
-                                             "placements with an L1 that replaces at random explain each within "
-                                             "7.1 % (perfmodel.placement); the share hangs on when co-resident blocks "
-                                             "start - not predicted, the model keeps the per-block bound"),
+    ("l2_requested_read_sectors", "matmul.", "blocks sharing A's rows meet on an SM and share its lines in L1: "
+                                             "the model has the sharing at the spread of 75 recorded launches' block "
+                                             "starts (coresidency.law); the naive kernel's blocks start in bursts "
+                                             "and share more, TILE 16 on the widest grids too (+3…+10 %); with "
+                                             "each one's own placement, all 25 within 7.1 % (perfmodel.placement)"),
     ("warp_instructions", "probe.", "the SASS-region fit counts loops by their memory instructions: the FMA/DFMA "
                                     "probes' compute loops hold none and go uncounted (their time is the FP pipe's)"),
     ("l2_write_", "matmul.coarsened", "a warp's consecutive C stores share lines: L1 combines some, at times - "
