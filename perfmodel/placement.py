@@ -78,8 +78,8 @@ def l1_requested_sectors(case: str, params: dict[str, int], pl: Placement, devic
     """Sectors the L1s request from L2 when a block's loads of an array may hit the lines the latest
     block on its SM that shares the array's block indices brought in: a line survives the SM's
     fills since then as in a randomly replacing cache, exp(-fills / L1 beside the carveout); the
-    fills are the SM's resident blocks' distinct bytes over the launch's median block time (no fitted
-    constant)."""
+    fills are the SM's resident blocks' predicted L2 reads over the launch's median block time (no
+    fitted constant)."""
     dev = lookup(device)
     kc = get(case)
     p = kc.bind(**params)
