@@ -355,7 +355,7 @@ def test_l1_reuse_across_blocks_explained_by_recorded_placement(comparison):
     h200_l1share32) after this rule was fixed) show blocks of one grid row resident on one SM at once: where a
     block's loads of an array may hit the lines of the latest co-resident block sharing its indices,
     each line surviving the SM's fills since then as in an L1 that replaces at random (nothing
-    fitted), every recorded case comes within 7.5 % of ncu, 21 of 25 within 5 %. The model, which has
+    fitted), every recorded case comes within 6 % of ncu, 22 of 25 within 5 %. The model, which has
     no placement of its own but the spread of all of them (coresidency.law), within 11 %."""
     from perfmodel.placement import explained
 
@@ -363,8 +363,8 @@ def test_l1_reuse_across_blocks_explained_by_recorded_placement(comparison):
     est = explained()
     assert len(est) >= 25 and set(est) <= set(t.index)
     off = {cid: v / t.measured[cid] - 1 for cid, v in est.items()}
-    assert max(abs(e) for e in off.values()) < 0.075, off
-    assert sum(abs(e) <= 0.05 for e in off.values()) >= 21, off
+    assert max(abs(e) for e in off.values()) < 0.06, off
+    assert sum(abs(e) <= 0.05 for e in off.values()) >= 22, off
     assert t.rel_error[list(est)].abs().max() < 0.11
 
 

@@ -14,7 +14,7 @@ REASONS: list[tuple[str, str, str]] = [
                                              "the model has the sharing at the spread of 75 recorded launches' block "
                                              "starts (coresidency.law); the naive kernel's blocks start in bursts "
                                              "and share more, TILE 16 on the widest grids too (+3…+10 %); with "
-                                             "each one's own placement, all 25 within 7.1 % (perfmodel.placement)"),
+                                             "each one's own placement, all 25 within 5.9 % (perfmodel.placement)"),
     ("warp_instructions", "probe.", "the SASS-region fit counts loops by their memory instructions: the FMA/DFMA "
                                     "probes' compute loops hold none and go uncounted (their time is the FP pipe's)"),
     ("l2_write_", "matmul.coarsened", "a warp's consecutive C stores share lines: L1 combines some, at times - "
