@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..coresidency import CoResidency
 from ..devices import DeviceSpec
 from ..memory import Access, Launch, analyse
 from ..memory.lanes import WARP, distinct_sorted, sorted_keys
@@ -469,8 +470,8 @@ def piece_fills(dram: DramEstimate, share: float, written_bytes: float) -> DramE
                         "bytes it moves)")
 
 
-def co_resident_hits(accesses: list[Access], launch: Launch, law, blocks_per_sm: int, sms: int,
-                     block_bytes: float, l1_bytes: float, sample: int = 4096) -> float:
+def co_resident_hits(accesses: list[Access], launch: Launch, law: CoResidency | None, blocks_per_sm: int,
+                     sms: int, block_bytes: float, l1_bytes: float, sample: int = 4096) -> float:
     """Sectors per launch a block's loads find in L1, brought in by a co-resident block that shares the
     array's block indices (blocks of one grid row reading A's rows): the j-th latest block on an SM
     started j/B of a block's time and j x SMs blocks earlier, spread as the recorded placements spread
@@ -512,7 +513,7 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
              compulsory: tuple[int, int], resident_blocks: int, family: str, params: dict[str, int],
              pass_loss: Callable[[float], float | None] = lambda footprint: None,
              l1_share_bytes: float = math.inf, varying_sectors: float = 0.0,
-             combine_share: float = 0.0, coresidency=None) -> Traffic:
+             combine_share: float = 0.0, coresidency: CoResidency | None = None) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block; `varying_sectors`:
     the exact L1 sectors of the loads that differ by block, which the sampled reuse scales). Writes: every
     store sector, or per block and line where L1 combines them. DRAM: compulsory bytes (or, with no
