@@ -16,15 +16,37 @@ QUANTILES = 24
 
 
 @dataclass(frozen=True)
+class Placement:
+    """One launch: per block (row-major over the grid) its SM and its start and end (ns)."""
+
+    sm: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    grid: tuple[int, int, int]
+
+
+def recorded_launches(device_key: str) -> list[tuple[str, list[Placement]]]:
+    """(file stem, its launches) of every placement experiments/placement.py recorded on a device."""
+    out = []
+    for f in sorted((DATA_DIR / device_key / "checks" / "placement").glob("placement-*.npz")):
+        z = np.load(f)
+        grid = tuple(int(g) for g in z["grid"])
+        out.append((f.stem, [Placement(z["sm"][i], z["start_ns"][i], z["end_ns"][i], grid)
+                             for i in range(len(z["sm"]))]))
+    return out
+
+
+@dataclass(frozen=True)
 class CoResidency:
     index_offsets: np.ndarray  # quantiles of (blocks between the two) - S
     time_offsets: np.ndarray  # quantiles of (start offset / median block time) - 1 / B
     launches: int
 
 
-def _nearest(sm: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _nearest(pl: Placement) -> tuple[np.ndarray, np.ndarray]:
     """(index distance - S, time offset / T - 1/B) from each block, past the first wave, to the block
     that started last before it on its SM, where that one is still running."""
+    sm, start, end = pl.sm, pl.start_ns, pl.end_ns
     sms = len(np.unique(sm))
     first = np.where(sm == sm[0])[0]
     b = int(np.sum(start[first] < end[first].min()))  # blocks per SM: the first wave on one SM
@@ -39,13 +61,9 @@ def _nearest(sm: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.nda
 @lru_cache(maxsize=4)
 def law(device_key: str) -> CoResidency | None:
     """The pooled law of a device's recorded placements; None where none is recorded."""
-    files = sorted((DATA_DIR / device_key / "checks" / "placement").glob("placement-*.npz"))
-    if not files:
+    pairs = [_nearest(pl) for _, launches in recorded_launches(device_key) for pl in launches]
+    if not pairs:
         return None
-    pairs = []
-    for f in files:
-        z = np.load(f)
-        pairs += [_nearest(z["sm"][i], z["start_ns"][i], z["end_ns"][i]) for i in range(len(z["sm"]))]
     q = (np.arange(QUANTILES) + 0.5) / QUANTILES
     return CoResidency(np.quantile(np.concatenate([d for d, _ in pairs]), q),
                        np.quantile(np.concatenate([o for _, o in pairs]), q), len(pairs))

@@ -14,27 +14,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .coresidency import Placement, recorded_launches
 from .devices import device as lookup
-from .measurements import DATA_DIR
-from .memory.pattern import BLOCK_VARS, _Bound
 from .models import predict
-from .models.traffic import block_unique_chunks
+from .models.traffic import address_block_indices, block_key, block_unique_chunks
 from .suite.plan import case_id
 from .suite.registry import get
 
 # experiments/placement.py's file kinds: the case and the parameters besides m, n, k
 KINDS = {"naive": ("matmul.naive", {}), "tiled": ("matmul.tiled", {"tile": 16}),
          "tiled32": ("matmul.tiled", {"tile": 32})}
-
-
-@dataclass(frozen=True)
-class Placement:
-    """One launch: per block (row-major over the grid) its SM and its start and end (ns)."""
-
-    sm: np.ndarray
-    start_ns: np.ndarray
-    end_ns: np.ndarray
-    grid: tuple[int, int, int]
 
 
 @dataclass(frozen=True)
@@ -49,12 +38,9 @@ class Recorded:
 def recorded(device: str = "h200") -> list[Recorded]:
     """Every placement experiments/placement.py recorded (three launches of each case and shape)."""
     out = []
-    for f in sorted((DATA_DIR / device / "checks" / "placement").glob("placement-*.npz")):
-        kind, m, n, k = re.fullmatch(r"placement-(\w+)-m(\d+)-n(\d+)-k(\d+)", f.stem).groups()
+    for stem, launches in recorded_launches(lookup(device).key):
+        kind, m, n, k = re.fullmatch(r"placement-(\w+)-m(\d+)-n(\d+)-k(\d+)", stem).groups()
         case, extra = KINDS[kind]
-        z = np.load(f)
-        grid = tuple(int(g) for g in z["grid"])
-        launches = [Placement(z["sm"][i], z["start_ns"][i], z["end_ns"][i], grid) for i in range(len(z["sm"]))]
         out.append(Recorded(case, {"m": int(m), "n": int(n), "k": int(k)} | extra, launches))
     return out
 
@@ -89,13 +75,10 @@ def l1_requested_sectors(case: str, params: dict[str, int], pl: Placement, devic
     fill_bytes_per_ns = (pred.occupancy.blocks_per_sm * pred.l2_read_bytes / len(blocks)
                          / float(np.median(pl.end_ns - pl.start_ns)))
     l1_bytes = dev.l1_bytes_per_sm - pred.occupancy.carveout_bytes
-    coords = {"bx": blocks % launch.grid[0], "by": blocks // launch.grid[0] % launch.grid[1],
-              "bz": blocks // (launch.grid[0] * launch.grid[1])}
     total = 0.0
     for a in (a for a in accesses if a.space == "global" and not a.store):
         (sectors,) = block_unique_chunks([a], launch, store=False)
-        keys = sorted(_Bound(a, launch).index.names & set(BLOCK_VARS))  # the guard only masks
-        key = sum(coords[k] * 10**(6 * i) for i, k in enumerate(keys)) if keys else np.zeros_like(blocks)
+        key = block_key(address_block_indices(a, launch), launch, blocks)
         kept = np.exp(-nearest_sharer(key, pl) * fill_bytes_per_ns / l1_bytes)
         total += sectors * float(np.sum(1 - kept))
     return total

@@ -470,6 +470,19 @@ def piece_fills(dram: DramEstimate, share: float, written_bytes: float) -> DramE
                         "bytes it moves)")
 
 
+def address_block_indices(a: Access, launch: Launch) -> list[str]:
+    """The block indices an access's addresses depend on (its guard only masks), sorted."""
+    return sorted(_Bound(a, launch).index.names & set(BLOCK_VARS))
+
+
+def block_key(indices: list[str], launch: Launch, blocks: np.ndarray) -> np.ndarray:
+    """Per linear block id (row-major over the grid), one integer from its `indices`: equal for blocks
+    that agree on them (all equal where there are none)."""
+    gx, gy = launch.grid[0], launch.grid[1]
+    coords = {"bx": blocks % gx, "by": blocks // gx % gy, "bz": blocks // (gx * gy)}
+    return sum((coords[k] * 10**(6 * i) for i, k in enumerate(indices)), np.zeros_like(blocks))
+
+
 def co_resident_hits(accesses: list[Access], launch: Launch, law: CoResidency | None, blocks_per_sm: int,
                      sms: int, block_bytes: float, l1_bytes: float, sample: int = 4096) -> float:
     """Sectors per launch a block's loads find in L1, brought in by a co-resident block that shares the
@@ -481,29 +494,23 @@ def co_resident_hits(accesses: list[Access], launch: Launch, law: CoResidency | 
     if law is None or blocks_per_sm < 2 or launch.blocks < 2:
         return 0.0
     idx = np.unique(np.linspace(0, launch.blocks - 1, min(sample, launch.blocks)).astype(np.int64))
-    gx, gy = launch.grid[0], launch.grid[1]
+    spanned = [k for k, g in zip(("bx", "by", "bz"), launch.grid, strict=True) if g > 1]
     times = np.clip(np.arange(1, blocks_per_sm)[:, None] / blocks_per_sm + law.time_offsets[None, :], 0, None)
     kept = np.exp(-times * blocks_per_sm * block_bytes / l1_bytes).mean(axis=1)  # per slot j
     total = 0.0
     for a in _global(accesses, launch, store=False, invariant=False):
-        keys = sorted(_Bound(a, launch).index.names & set(BLOCK_VARS))  # the guard only masks
-        extents = {"bx": gx, "by": gy, "bz": launch.grid[2]}
-        if not keys or all(extents[k] == 1 or k in keys for k in extents):
+        keys = address_block_indices(a, launch)
+        if not keys or set(spanned) <= set(keys):
             continue  # every block its own addresses
         (sectors,) = block_unique_chunks([a], launch, store=False)
-
-        def key(b: np.ndarray, keys=keys) -> np.ndarray:
-            c = {"bx": b % gx, "by": b // gx % gy, "bz": b // (gx * gy)}
-            return sum(c[k] * 10**(6 * i) for i, k in enumerate(keys))
-
-        own = key(idx)
+        own = block_key(keys, launch, idx)
         miss = np.ones(len(idx))
         for j in range(1, blocks_per_sm):
             shared = np.zeros(len(idx))
             for d in np.rint(j * sms + law.index_offsets).astype(np.int64):
                 prev = idx - d
                 ok = (d > 0) & (prev >= 0)
-                shared[ok] += key(prev[ok]) == own[ok]
+                shared[ok] += block_key(keys, launch, prev[ok]) == own[ok]
             miss *= 1 - kept[j - 1] * shared / len(law.index_offsets)
         total += sectors * float(np.sum(1 - miss)) * launch.blocks / len(idx)
     return total
