@@ -1,0 +1,77 @@
+"""Matmul's B band replayed through the two L2 partitions over each launch's recorded block schedule
+(perfmodel.l2replay) against ncu: the DRAM reads and the partition counters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perfmodel.coresidency import Placement
+from perfmodel.l2replay import against_ncu, replay
+
+
+def _one_row_after_another(gx: int, gy: int) -> Placement:
+    """Each grid row's blocks start together on their own SMs once the row before has ended."""
+    b = np.arange(gx * gy)
+    start = (b // gx) * 1000.0
+    return Placement(b % 132, start, start + 900.0, (gx, gy, 1))
+
+
+def test_replay_reads_what_fits_once_and_rereads_what_does_not():
+    """B of 8 MiB fits one partition: read once (A and B compulsory). B of 128 MiB, past the whole
+    L2, read again by the second block row."""
+    small = {"m": 64, "n": 2048, "k": 1024, "tile": 32}
+    r = replay(small, _one_row_after_another(64, 2))
+    assert r.dram_read_bytes == 4 * (64 * 1024 + 1024 * 2048)
+    big = {"m": 64, "n": 16384, "k": 2048, "tile": 32}
+    r = replay(big, _one_row_after_another(512, 2))
+    a, b = 4 * 64 * 2048, 4 * 2048 * 16384
+    assert r.dram_read_bytes == pytest.approx(a + 2 * b, rel=0.01)
+
+
+@pytest.fixture(scope="module")
+def replayed(recorded):
+    t = against_ncu(recorded)
+    t["replay"] = t.dram_read_bytes / t.ncu_dram_read_bytes - 1
+    t["model"] = t.model_dram_read_bytes / t.ncu_dram_read_bytes - 1
+    return t
+
+
+def _show(t, col: str = "replay") -> str:
+    return "\n".join(f"{r.case_id} B {r.b_mib:.1f} MiB: {col} {100 * getattr(r, col):+.1f} %" for r in t.itertuples())
+
+
+def test_b_band_dram_reads_replayed_through_two_partitions(replayed):
+    """28 recorded TILE 16 / 32 shapes with B of 20-64 MiB (14 of them, plan h200_b_replay, measured after
+    the replay's constants were fixed): the replay's DRAM reads are off by half the model's rule on
+    average (12 % against 24 %) and within 10 % for 15 (the rule: 6). Known misses: TILE 16 with B of
+    45-48 MiB (-31...-42 %: its far partition keeps lines the H200 loses, below) and TILE 32 at 3072^3."""
+    t = replayed
+    assert len(t) >= 28 and t.ncu_dram_read_bytes.notna().all()
+    assert t.replay.abs().mean() <= 0.13 and t.replay.abs().mean() <= 0.6 * t.model.abs().mean(), _show(t)
+    assert (t.replay.abs() <= 0.10).sum() >= 15 > (t.model.abs() <= 0.10).sum() * 2, _show(t)
+    worse = t[t.replay.abs() > 0.25]
+    known = (worse.tile.eq(16) & worse.b_mib.between(44, 49)) | worse.case_id.str.contains("m=3072,n=3072")
+    assert known.all() and (worse.replay.abs() < 0.45).all(), _show(worse)
+
+
+def test_b_band_partition_counters_replayed(replayed):
+    """Where ncu counted the partition lookups (plans h200_b_band and h200_b_replay): sectors missing the
+    SM's own partition and crossing to the other within 30 % (median within 15 %). Sectors found at
+    home after crossing: TILE 32 within 40 %; TILE 16 with B past 44 MiB 4-37x too many - the known
+    gap: the H200 loses those home copies, the replay's least-recently-used sets keep them."""
+    t = replayed.dropna(subset=["ncu_crossing_sectors"])
+    assert len(t) >= 18
+    for f in ("near_miss_sectors", "crossing_sectors"):
+        e = t[f] / t[f"ncu_{f}"] - 1
+        assert e.abs().median() <= 0.15 and (e.abs() <= 0.3).mean() >= 0.9, describe_counter(t, f)
+    hit = t.far_hit_sectors / t.ncu_far_hit_sectors - 1
+    assert (hit[t.tile.eq(32)].abs() <= 0.4).all(), describe_counter(t, "far_hit_sectors")
+    late = t.tile.eq(16) & (t.b_mib > 44)
+    assert late.sum() >= 3 and (hit[late] > 3).all(), describe_counter(t, "far_hit_sectors")
+
+
+def describe_counter(t, field: str) -> str:
+    return "\n".join(f"{r.case_id}: replay {getattr(r, field):.4g}, ncu {getattr(r, 'ncu_' + field):.4g}"
+                     for r in t.itertuples())
+
