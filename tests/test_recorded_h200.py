@@ -350,15 +350,15 @@ def test_l2_reads_requested_by_l1(comparison):
 
 
 def test_l1_reuse_across_blocks_explained_by_recorded_placement(comparison):
-    """The naive matmul's L1s and TILE 16's on grids wider than the SMs request up to 20 % fewer sectors than
-    their blocks' distinct ones. Recorded placements (experiments/placement.py: each block's SM, start
-    and end; 39 shapes, three launches each, eleven of them measured (h200_l1share, h200_l1share32)
-    after this rule was fixed, 14 more for the B band (h200_b_replay)) show blocks of one grid row
-    resident on one SM at once: where a block's loads of an array may hit the lines of the latest co-
-    resident block sharing its indices, each line surviving the SM's fills since then as in an L1 that
-    replaces at random (nothing fitted), every recorded case comes within 6 % of ncu, 35 of 39 within 5
-    %. The model, which has no placement of its own but the spread of all of them (coresidency.law),
-    within 11 %."""
+    """The naive matmul's L1s and TILE 16's on grids wider than the SMs request up to 20 % fewer sectors
+    than their blocks' distinct ones. Recorded placements (experiments/placement.py: each block's
+    SM, start and end; 39 shapes, three launches each, eleven of them measured (h200_l1share,
+    h200_l1share32) after this rule was fixed, 14 more for the B band (h200_b_replay)) show blocks
+    of one grid row resident on one SM at once: where a block's loads of an array may hit the lines
+    of the latest co-resident block sharing its indices, each line surviving the SM's fills since
+    then as in an L1 that replaces at random (nothing fitted), every recorded case comes within 6 %
+    of ncu, 35 of 39 within 5 %. The model, which has no placement of its own but the spread of all
+    of them (coresidency.law), within 11 %."""
     from perfmodel.placement import explained
 
     t = comparison[comparison.metric.eq("l2_requested_read_sectors")].set_index("case_id")
