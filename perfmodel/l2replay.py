@@ -4,7 +4,9 @@ partitions of 30 MiB; an SM looks a line up in its own partition first, a miss o
 other partition crosses the fabric and looks it up at home, and only a miss at home reads DRAM (ncu's
 lts__t_sectors_srcunit_{tex,ltcfabric}_op_read_lookup_{hit,miss}); each partition keeps the lines its SMs
 read, its own and copies of the other's, least recently used first out of sets that lines hash to at
-random.
+random; a line holds the sectors asked of it (two TILE 16 blocks read half a line's each: a partition
+holding the line without the other half misses on it - with whole lines instead, the home hits after a
+crossing came out 4-37x ncu's).
 
 What it explains that the model's rule (models.traffic.reread_miss: a share linear between one
 partition and the whole L2) cannot: TILE 16 loses more of B than TILE 32 at the same size, because
@@ -29,8 +31,8 @@ from .devices import device as lookup
 from .suite.plan import case_id
 
 PHASE_GROUPS = 16
-# chosen among 16, 32, 64 and 128 on the 14 shapes recorded before plan h200_b_replay (mean |error| of
-# the DRAM reads 8 % at 64, 12 % at 128, 25-90 % at 16-32); the 14 of h200_b_replay then measured
+# chosen among 32, 64, 128 and 256 on the 14 shapes recorded before plan h200_b_replay (mean |error| of
+# the DRAM reads 7 % at 64, 8/11/13 % at 32/128/256); on the 14 of h200_b_replay, measured after, 17 %
 WAYS = 64
 LINE = 128
 HASH = 0x9E3779B97F4A7C15
@@ -54,25 +56,31 @@ class _Partition:
         self.used = [0] * sets
         self.room = capacity_bytes / sets
 
-    def touch(self, key: int, size: int) -> bool:
-        """Look `key` up (a hit moves it to the front); a miss brings it in. True on a hit."""
+    def touch(self, key: int, size: int, part: int = 3) -> bool:
+        """Look up `part` (sector halves, a bit each) of `key`'s lines: a hit moves them to the front;
+        a miss brings them in - lines take their whole size, sectors come as asked. True on a hit."""
         i = ((key * HASH) & 0xFFFFFFFFFFFFFFFF) >> 40
         i %= len(self.sets)
         held = self.sets[i]
         if key in held:
             held.move_to_end(key)
-            return True
-        held[key] = size
+            have = held[key]
+            if have[1] & part == part:
+                return True
+            held[key] = (size, have[1] | part)
+            return False
+        held[key] = (size, part)
         self.used[i] += size
         while self.used[i] > self.room:
-            self.used[i] -= held.popitem(last=False)[1]
+            self.used[i] -= held.popitem(last=False)[1][0]
         return False
 
 
 def _stream(params: dict[str, int], pl: Placement, groups: int):
-    """The launch's accesses in time order: (unit key, kind 0 B / 1 A / 2 C store, SM) and the bytes of
-    each kind's unit. TILE x TILE blocks; B's unit is a group of k rows by the 128-byte line columns a
-    block reads (blocks of TILE 16 share one), A's a block row's TILE rows by a group of k columns."""
+    """The launch's accesses in time order: (unit key, kind 0 B / 1 A / 2 C store, SM side, sector
+    halves read) and the bytes of each kind's unit. TILE x TILE blocks; B's unit is a group of k rows by
+    the 128-byte line columns a block reads (two blocks of TILE 16 share one, each reading half its
+    sectors), A's a block row's TILE rows by a group of k columns."""
     t, k = params["tile"], params["k"]
     gx, gy = pl.grid[0], pl.grid[1]
     b = np.arange(gx * gy)
@@ -89,37 +97,40 @@ def _stream(params: dict[str, int], pl: Placement, groups: int):
     keys = np.concatenate([(g[None, :] * (b_col.max() + 1) + b_col[:, None]).ravel(),
                            (g[None, :] * gy + by[:, None]).ravel() + top, by * gx + bx + 2 * top])
     kinds = np.concatenate([np.zeros(at.size, np.int8), np.ones(at.size, np.int8), np.full(len(b), 2, np.int8)])
+    half = 1 << (bx * t % per_line * 2 // per_line) if t < per_line else np.full(len(b), 3)
+    parts = np.concatenate([np.repeat(half, groups), np.full(at.size + len(b), 3)])
     sms = np.concatenate([np.repeat(pl.sm, groups), np.repeat(pl.sm, groups), pl.sm])
     order = np.argsort(np.concatenate([at.ravel(), at.ravel(), start + dur]), kind="stable")
-    return keys[order].tolist(), kinds[order].tolist(), (sms[order] % 2).tolist(), sizes
+    return keys[order].tolist(), kinds[order].tolist(), (sms[order] % 2).tolist(), parts[order].tolist(), sizes
 
 
 def replay(params: dict[str, int], pl: Placement, device: str = "h200", ways: int = WAYS,
            groups: int = PHASE_GROUPS) -> Replay:
     """matmul.tiled at `params` (m, n, k, tile) run in the schedule `pl` through the two partitions."""
     dev = lookup(device)
-    keys, kinds, sides, sizes = _stream(params, pl, groups)
+    keys, kinds, sides, parts, sizes = _stream(params, pl, groups)
     half = [s // 2 for s in sizes]  # each unit's lines: half homed in each partition
     part = dev.l2_partition_bytes
     sets = max(1, round(part / (ways * half[0])))
     l2 = (_Partition(part, sets), _Partition(part, sets))
     dram = near = cross = far_hit = 0
-    for key, kind, side in zip(keys, kinds, sides, strict=True):
+    for key, kind, side, got in zip(keys, kinds, sides, parts, strict=True):
         size = half[kind]
+        asked = size if got == 3 else size // 2
         for home in (0, 1):
             line = 2 * key + home
             if kind == 2:  # stores go to the line's home
                 l2[home].touch(line, size)
                 continue
-            if l2[side].touch(line, size):
+            if l2[side].touch(line, size, got):
                 continue
-            near += size
+            near += asked
             if home != side:
-                cross += size
-                if l2[home].touch(line, size):
-                    far_hit += size
+                cross += asked
+                if l2[home].touch(line, size, got):
+                    far_hit += asked
                     continue
-            dram += size
+            dram += asked
     return Replay(float(dram), near / 32, cross / 32, far_hit / 32)
 
 

@@ -44,12 +44,12 @@ def _show(t, col: str = "replay") -> str:
 def test_b_band_dram_reads_replayed_through_two_partitions(replayed):
     """28 recorded TILE 16 / 32 shapes with B of 20-64 MiB (14 of them, plan h200_b_replay, measured after
     the replay's constants were fixed): the replay's DRAM reads are off by half the model's rule on
-    average (12 % against 24 %) and within 10 % for 15 (the rule: 6). Known misses: TILE 16 with B of
-    45-48 MiB (-31...-42 %: its far partition keeps lines the H200 loses, below) and TILE 32 at 3072^3."""
+    average (12 % against 24 %) and within 10 % for 14 (the rule: 6). Known misses: TILE 16 with B of
+    45-48 MiB (-31...-41 %: both partitions keep lines the H200 loses, below) and TILE 32 at 3072^3."""
     t = replayed
     assert len(t) >= 28 and t.ncu_dram_read_bytes.notna().all()
     assert t.replay.abs().mean() <= 0.13 and t.replay.abs().mean() <= 0.6 * t.model.abs().mean(), _show(t)
-    assert (t.replay.abs() <= 0.10).sum() >= 15 > (t.model.abs() <= 0.10).sum() * 2, _show(t)
+    assert (t.replay.abs() <= 0.10).sum() >= 14 > (t.model.abs() <= 0.10).sum() * 2, _show(t)
     worse = t[t.replay.abs() > 0.25]
     known = (worse.tile.eq(16) & worse.b_mib.between(44, 49)) | worse.case_id.str.contains("m=3072,n=3072")
     assert known.all() and (worse.replay.abs() < 0.45).all(), _show(worse)
@@ -57,18 +57,19 @@ def test_b_band_dram_reads_replayed_through_two_partitions(replayed):
 
 def test_b_band_partition_counters_replayed(replayed):
     """Where ncu counted the partition lookups (plans h200_b_band and h200_b_replay): sectors missing the
-    SM's own partition and crossing to the other within 30 % (median within 15 %). Sectors found at
-    home after crossing: TILE 32 within 40 %; TILE 16 with B past 44 MiB 4-37x too many - the known
-    gap: the H200 loses those home copies, the replay's least-recently-used sets keep them."""
+    SM's own partition and crossing to the other within 31 % (median within 10 %; TILE 16's blocks
+    read half a line's sectors each, and a line a partition holds lacks the other half until asked).
+    Sectors found at home after crossing: within 40 % but for TILE 16 with B of 45-48 MiB, 1.9-4.7x
+    ncu's - the known gap: the H200 loses those copies, the replay's least-recently-used sets keep them."""
     t = replayed.dropna(subset=["ncu_crossing_sectors"])
     assert len(t) >= 18
     for f in ("near_miss_sectors", "crossing_sectors"):
         e = t[f] / t[f"ncu_{f}"] - 1
-        assert e.abs().median() <= 0.15 and (e.abs() <= 0.3).mean() >= 0.9, describe_counter(t, f)
+        assert e.abs().median() <= 0.10 and (e.abs() <= 0.31).all(), describe_counter(t, f)
     hit = t.far_hit_sectors / t.ncu_far_hit_sectors - 1
-    assert (hit[t.tile.eq(32)].abs() <= 0.4).all(), describe_counter(t, "far_hit_sectors")
-    late = t.tile.eq(16) & (t.b_mib > 44)
-    assert late.sum() >= 3 and (hit[late] > 3).all(), describe_counter(t, "far_hit_sectors")
+    late = t.tile.eq(16) & t.b_mib.between(44, 49)
+    assert (hit[~late].abs() <= 0.4).all(), describe_counter(t, "far_hit_sectors")
+    assert late.sum() >= 3 and (hit[late] > 0.8).all(), describe_counter(t, "far_hit_sectors")
 
 
 def describe_counter(t, field: str) -> str:
