@@ -1,12 +1,13 @@
 """Where a matmul's blocks run: each block's SM and its start and end on the global timer.
 
     source .gpu/setup.sh && python3 experiments/placement.py --out $OUT \
-        [--case matmul.naive|matmul.tiled] [--shapes M,N,K ...]
+        [--case matmul.naive|matmul.tiled|matmul.tiled32|matmul.coarsened2|matmul.coarsened8] [--shapes M,N,K ...]
 
 Writes placement-<case>-m<M>-n<N>-k<K>.npz (block ids row-major over the grid; sm, start_ns, end_ns:
 three launches) per shape and checks C against numpy. The L1s of matmul.naive (at m = 1024 and 2048)
 and matmul.tiled at TILE 16 (on grids wider than the SMs) request up to 20 % fewer sectors from L2
 than their blocks' distinct ones: do blocks that share A rows or B columns share an SM at the same time?
+The same schedules, replayed through the L2 (perfmodel.l2replay), explain how much of B a matmul re-reads.
 """
 
 from __future__ import annotations
@@ -18,21 +19,23 @@ import numpy as np
 
 from perfmodel.suite import gpu
 
-ENTRIES = {"matmul.naive": ("matmul_naive_placed", 16), "matmul.tiled": ("matmul_tiled_16_placed", 16),
-           "matmul.tiled32": ("matmul_tiled_32_placed", 32)}  # kernel, block edge
+ENTRIES = {"matmul.naive": ("matmul_naive_placed", 16, 1), "matmul.tiled": ("matmul_tiled_16_placed", 16, 1),
+           "matmul.tiled32": ("matmul_tiled_32_placed", 32, 1),
+           "matmul.coarsened2": ("matmul_coarsened_32_2_placed", 32, 2),
+           "matmul.coarsened8": ("matmul_coarsened_32_8_placed", 32, 8)}  # kernel, block edge, C tiles a block
 
 
 def file_name(case: str, m: int, n: int, k: int) -> str:
-    return f"placement-{case.split('.')[1]}-m{m}-n{n}-k{k}.npz"  # tiled32: matmul.tiled at TILE 32
+    return f"placement-{case.split('.')[1]}-m{m}-n{n}-k{k}.npz"  # tiled32: TILE 32; coarsened2: COARSE 2
 
 
 def run(case: str, m: int, n: int, k: int, out: Path, rng: np.random.Generator) -> None:
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
-    entry, edge = ENTRIES[case]
+    entry, edge, coarse = ENTRIES[case]
     kern = gpu.kernel("matmul.cu", entry)
     bufs = gpu.Buffers()
-    grid = ((n + edge - 1) // edge, (m + edge - 1) // edge, 1)
+    grid = ((n + edge * coarse - 1) // (edge * coarse), (m + edge - 1) // edge, 1)
     blocks = grid[0] * grid[1]
     args = [bufs.upload("A", a), bufs.upload("B", b), bufs.empty("C", (m, n)), np.int32(m), np.int32(n),
             np.int32(k), bufs.empty("place", (blocks, 3), np.uint64)]

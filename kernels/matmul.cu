@@ -153,6 +153,18 @@ extern "C" __global__ void matmul_tiled_16_placed(MM_ARGS, unsigned long long* _
     record_placement(place, t0);
 }
 
+// matmul_coarsened_32_2 / _8 (two blocks per SM / one) with their blocks' placement recorded.
+extern "C" __global__ void matmul_coarsened_32_2_placed(MM_ARGS, unsigned long long* __restrict__ place) {
+    unsigned long long t0 = global_timer();
+    coarsened<32, 2>(A, B, C, M, N, K);
+    record_placement(place, t0);
+}
+extern "C" __global__ void matmul_coarsened_32_8_placed(MM_ARGS, unsigned long long* __restrict__ place) {
+    unsigned long long t0 = global_timer();
+    coarsened<32, 8>(A, B, C, M, N, K);
+    record_placement(place, t0);
+}
+
 // matmul_tiled_32 (two blocks per SM) with its blocks' placement recorded (experiments/placement.py).
 extern "C" __global__ void matmul_tiled_32_placed(MM_ARGS, unsigned long long* __restrict__ place) {
     unsigned long long t0 = global_timer();

@@ -81,15 +81,15 @@ def _stream(params: dict[str, int], pl: Placement, groups: int):
     halves read) and the bytes of each kind's unit. TILE x TILE blocks; B's unit is a group of k rows by
     the 128-byte line columns a block reads (two blocks of TILE 16 share one, each reading half its
     sectors), A's a block row's TILE rows by a group of k columns."""
-    t, k = params["tile"], params["k"]
+    t, k, wide = params["tile"], params["k"], params["tile"] * params.get("coarse", 1)
     gx, gy = pl.grid[0], pl.grid[1]
     b = np.arange(gx * gy)
     bx, by = b % gx, b // gx
     per_line = LINE // 4
-    b_col = bx * t // per_line
-    line_cols = max(1, t // per_line)
+    b_col = bx * wide // per_line
+    line_cols = max(1, wide // per_line)
     rows = k / groups
-    sizes = (int(rows * line_cols * LINE), int(t * rows * 4), t * t * 4)
+    sizes = (int(rows * line_cols * LINE), int(t * rows * 4), t * wide * 4)
     g = np.arange(groups)
     start, dur = pl.start_ns.astype(float), (pl.end_ns - pl.start_ns).astype(float)
     at = start[:, None] + (g[None, :] + 0.5) / groups * dur[:, None]
@@ -97,7 +97,7 @@ def _stream(params: dict[str, int], pl: Placement, groups: int):
     keys = np.concatenate([(g[None, :] * (b_col.max() + 1) + b_col[:, None]).ravel(),
                            (g[None, :] * gy + by[:, None]).ravel() + top, by * gx + bx + 2 * top])
     kinds = np.concatenate([np.zeros(at.size, np.int8), np.ones(at.size, np.int8), np.full(len(b), 2, np.int8)])
-    half = 1 << (bx * t % per_line * 2 // per_line) if t < per_line else np.full(len(b), 3)
+    half = 1 << (bx * wide % per_line * 2 // per_line) if wide < per_line else np.full(len(b), 3)
     parts = np.concatenate([np.repeat(half, groups), np.full(at.size + len(b), 3)])
     sms = np.concatenate([np.repeat(pl.sm, groups), np.repeat(pl.sm, groups), pl.sm])
     order = np.argsort(np.concatenate([at.ravel(), at.ravel(), start + dur]), kind="stable")
@@ -106,7 +106,8 @@ def _stream(params: dict[str, int], pl: Placement, groups: int):
 
 def replay(params: dict[str, int], pl: Placement, device: str = "h200", ways: int = WAYS,
            groups: int = PHASE_GROUPS) -> Replay:
-    """matmul.tiled at `params` (m, n, k, tile) run in the schedule `pl` through the two partitions."""
+    """matmul.tiled or matmul.coarsened at `params` (m, n, k, tile[, coarse]) run in the schedule `pl`
+    through the two partitions."""
     dev = lookup(device)
     keys, kinds, sides, parts, sizes = _stream(params, pl, groups)
     half = [s // 2 for s in sizes]  # each unit's lines: half homed in each partition
@@ -136,13 +137,13 @@ def replay(params: dict[str, int], pl: Placement, device: str = "h200", ways: in
 
 @functools.cache
 def replayed(device: str = "h200", min_b_bytes: int = 20 << 20) -> dict[str, Replay]:
-    """Per recorded matmul.tiled case id whose B is at least `min_b_bytes`: the replay of its first
-    recorded launch."""
+    """Per recorded tiled or coarsened matmul whose B is at least `min_b_bytes`: the replay of its
+    first recorded launch, by case id."""
     from .placement import recorded
 
     return {case_id(r.case, r.params): replay(r.params, r.launches[0], device)
             for r in recorded(device)
-            if r.case == "matmul.tiled" and 4 * r.params["k"] * r.params["n"] >= min_b_bytes}
+            if r.case in ("matmul.tiled", "matmul.coarsened") and 4 * r.params["k"] * r.params["n"] >= min_b_bytes}
 
 
 
@@ -165,9 +166,10 @@ def against_ncu(data, device: str = "h200"):
     rows = []
     for cid, rep in replayed(device).items():
         params = {k: int(v) for k, v in (kv.split("=") for kv in cid[cid.index("[") + 1:-1].split(","))}
-        row = {"case_id": cid, "tile": params["tile"], "b_mib": 4 * params["k"] * params["n"] / 2**20,
-               "model_dram_read_bytes": predict("matmul.tiled", device, **get("matmul.tiled").bind(**params))
-               .dram_read_bytes}
+        case = cid.split("[")[0]
+        row = {"case_id": cid, "tile": params["tile"], "coarse": params.get("coarse", 1),
+               "b_mib": 4 * params["k"] * params["n"] / 2**20,
+               "model_dram_read_bytes": predict(case, device, **get(case).bind(**params)).dram_read_bytes}
         for field, metric in NCU.items():
             row[field] = getattr(rep, field)
             row[f"ncu_{field}"] = counted.get((cid, metric), float("nan"))

@@ -23,7 +23,8 @@ from .suite.registry import get
 
 # experiments/placement.py's file kinds: the case and the parameters besides m, n, k
 KINDS = {"naive": ("matmul.naive", {}), "tiled": ("matmul.tiled", {"tile": 16}),
-         "tiled32": ("matmul.tiled", {"tile": 32})}
+         "tiled32": ("matmul.tiled", {"tile": 32}), "coarsened2": ("matmul.coarsened", {"tile": 32, "coarse": 2}),
+         "coarsened8": ("matmul.coarsened", {"tile": 32, "coarse": 8})}
 
 
 @dataclass(frozen=True)
