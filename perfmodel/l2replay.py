@@ -9,8 +9,9 @@ holding the line without the other half misses on it - with whole lines instead,
 crossing came out 4-37x ncu's).
 
 What it explains that the model's rule (models.traffic.reread_miss: a share linear between one
-partition and the whole L2) cannot: TILE 16 loses more of B than TILE 32 at the same size, because
-blocks sweep B in the order the scheduler ran them, not in the grid's. It predicts nothing: it needs
+partition and the whole L2) cannot: TILE 16 loses more of B than TILE 32 at the same size, COARSE 8
+(one block per SM, all in step) more than both, because blocks sweep B in the order the scheduler ran
+them, not in the grid's. It predicts nothing: it needs
 the launch's own schedule.
 
 A block's B and A tiles are replayed in PHASE_GROUPS groups of its k phases, at the group's share of

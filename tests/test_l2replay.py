@@ -42,37 +42,44 @@ def _show(t, col: str = "replay") -> str:
 
 
 def test_b_band_dram_reads_replayed_through_two_partitions(replayed):
-    """28 recorded TILE 16 / 32 shapes with B of 20-64 MiB (14 of them, plan h200_b_replay, measured after
-    the replay's constants were fixed): the replay's DRAM reads are off by half the model's rule on
-    average (12 % against 24 %) and within 10 % for 14 (the rule: 6). Known misses: TILE 16 with B of
-    45-48 MiB (-31...-41 %: both partitions keep lines the H200 loses, below) and TILE 32 at 3072^3."""
+    """40 recorded matmuls with B of 20-64 MiB - TILE 16 and 32, COARSE 2 and 8 (26 of them, plans
+    h200_b_replay and h200_b_replay_coarse, replayed before ncu's counts were read): the replay's DRAM
+    reads are 11 % off on average where the model's rule is 30 % off, 23 within 10 % (the rule: 6);
+    COARSE 8, one block per SM, within 0.4 % past one partition (the rule -15...-83 %). Known misses:
+    B below or near one partition (24-31.5 MiB: what L2 loses there, the replay keeps, to -54 %),
+    TILE 16 with B of 45-48 MiB (-31...-41 %: both partitions keep lines the H200 loses, below) and
+    TILE 32 at 3072^3 (-39 %)."""
     t = replayed
-    assert len(t) >= 28 and t.ncu_dram_read_bytes.notna().all()
-    assert t.replay.abs().mean() <= 0.13 and t.replay.abs().mean() <= 0.6 * t.model.abs().mean(), _show(t)
-    assert (t.replay.abs() <= 0.10).sum() >= 14 > (t.model.abs() <= 0.10).sum() * 2, _show(t)
+    assert len(t) >= 40 and t.ncu_dram_read_bytes.notna().all()
+    assert t.replay.abs().mean() <= 0.12 and t.replay.abs().mean() <= 0.5 * t.model.abs().mean(), _show(t)
+    assert (t.replay.abs() <= 0.10).sum() >= 23 > (t.model.abs() <= 0.10).sum() * 3, _show(t)
+    c8 = t[t.coarse.eq(8) & (t.b_mib > 30)]
+    assert len(c8) >= 5 and (c8.replay.abs() <= 0.01).all(), _show(c8)
     worse = t[t.replay.abs() > 0.25]
-    known = (worse.tile.eq(16) & worse.b_mib.between(44, 49)) | worse.case_id.str.contains("m=3072,n=3072")
-    assert known.all() and (worse.replay.abs() < 0.45).all(), _show(worse)
+    known = ((worse.b_mib <= 32) | (worse.tile.eq(16) & worse.b_mib.between(44, 49))
+             | worse.case_id.str.contains("m=3072,n=3072"))
+    assert known.all() and (worse.replay.abs() < 0.55).all(), _show(worse)
 
 
 def test_b_band_partition_counters_replayed(replayed):
-    """Where ncu counted the partition lookups (plans h200_b_band and h200_b_replay): sectors missing the
-    SM's own partition and crossing to the other within 31 % (median within 10 %; TILE 16's blocks
-    read half a line's sectors each, and a line a partition holds lacks the other half until asked).
-    Sectors found at home after crossing: within 40 % but for TILE 16 with B of 45-48 MiB, 1.9-4.7x
-    ncu's - the known gap: the H200 loses those copies, the replay's least-recently-used sets keep them."""
+    """Where ncu counted the partition lookups (plans h200_b_band, h200_b_replay, h200_b_replay_coarse):
+    sectors missing the SM's own partition and crossing to the other within 31 % where B is past
+    28 MiB (medians 11 and 6 %; TILE 16's blocks read half a line's sectors each, and a line a
+    partition holds lacks the other half until asked). Sectors found at home after crossing: within
+    45 % but for TILE 16 with B of 45-48 MiB, 1.9-4.7x ncu's - the known gap: the H200 loses those
+    copies, the replay's least-recently-used sets keep them - and where B is 24 MiB."""
     t = replayed.dropna(subset=["ncu_crossing_sectors"])
-    assert len(t) >= 18
+    assert len(t) >= 30
+    past = t.b_mib > 28
     for f in ("near_miss_sectors", "crossing_sectors"):
         e = t[f] / t[f"ncu_{f}"] - 1
-        assert e.abs().median() <= 0.10 and (e.abs() <= 0.31).all(), describe_counter(t, f)
+        assert e.abs().median() <= 0.12 and (e[past].abs() <= 0.31).all(), describe_counter(t, f)
     hit = t.far_hit_sectors / t.ncu_far_hit_sectors - 1
-    late = t.tile.eq(16) & t.b_mib.between(44, 49)
-    assert (hit[~late].abs() <= 0.4).all(), describe_counter(t, "far_hit_sectors")
+    late = t.tile.eq(16) & t.coarse.eq(1) & t.b_mib.between(44, 49)
+    assert (hit[~late & past].abs() <= 0.45).all(), describe_counter(t, "far_hit_sectors")
     assert late.sum() >= 3 and (hit[late] > 0.8).all(), describe_counter(t, "far_hit_sectors")
 
 
 def describe_counter(t, field: str) -> str:
     return "\n".join(f"{r.case_id}: replay {getattr(r, field):.4g}, ncu {getattr(r, 'ncu_' + field):.4g}"
                      for r in t.itertuples())
-

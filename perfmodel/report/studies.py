@@ -272,14 +272,15 @@ def _b_replay(data, folder: Path, page: Page) -> str:
         return ""
     rep = t.dram_read_bytes / t.ncu_dram_read_bytes
     rule = t.model_dram_read_bytes / t.ncu_dram_read_bytes
-    labels = [re.sub(r"matmul\.tiled\[|\]", "", c) for c in t.case_id]
+    labels = [re.sub(r"matmul\.|,tile=\d+|\[|\]", " ", c).strip() for c in t.case_id]
     page.figures.append(("B band replayed", figures.bars(
         labels, {"model's rule / ncu": list(rule), "replayed through two partitions / ncu": list(rep)},
-        folder / "matmul_b_replay.png", "DRAM reads of TILE 16/32 matmuls with B of 20-64 MiB over ncu's: "
+        folder / "matmul_b_replay.png", "DRAM reads of tiled and coarsened matmuls with B of 20-64 MiB over ncu's: "
         "the model's linear share, and each launch's recorded schedule replayed", "predicted / measured")))
     far = t[t.tile.eq(16) & t.b_mib.between(44, 49)].dropna(subset=["ncu_far_hit_sectors"])
     times = far.far_hit_sectors.sum() / max(far.ncu_far_hit_sectors.sum(), 1)
-    return (f" Why TILE 16 loses more of B than TILE 32 (figure 'B band replayed'): the order the scheduler ran"
+    return (f" Why TILE 16 loses more of B than TILE 32, COARSE 8 more than both (figure 'B band replayed'): the"
+            " order the scheduler ran"
             f" the blocks in. Replaying each of {len(t)} recorded launches (each block's SM, start and end) through"
             " two 30 MiB partitions - an SM's read looks up its own partition, a miss on a line homed in the other"
             " crosses to it, only a miss at home reads DRAM; least recently used out of sets lines hash to -"
