@@ -1,7 +1,8 @@
 """The block scheduler's co-residency law, read off the recorded placements (experiments/placement.py):
 how many blocks, and how long, before a block its SM's latest co-resident block started. With B blocks
 per SM on S SMs, the j-th latest started j/B of a block's time earlier and j x S blocks earlier - the
-law is the spread around that, pooled over every recorded launch (matmul.naive, TILE 16 and TILE 32)."""
+law is the spread around that, pooled over every recorded launch (matmul.naive, TILE 16 and 32, COARSE 2
+and 8)."""
 
 from __future__ import annotations
 

@@ -11,10 +11,10 @@ REASONS: list[tuple[str, str, str]] = [
     ("smem_", "", "the L1 data stage passes more where global loads and stores share it (ncu calls them bank "
                   "conflicts); the per-instruction counts are exact - not modelled"),
     ("l2_requested_read_sectors", "matmul.", "blocks sharing A's rows meet on an SM and share its lines in L1: "
-                                             "the model has the sharing at the spread of 117 recorded launches' block "
+                                             "the model has the sharing at the spread of 153 recorded launches' block "
                                              "starts (coresidency.law); the naive kernel's blocks start in bursts "
                                              "and share more, TILE 16 on the widest grids too (+3…+10 %); with "
-                                             "each one's own placement, all 39 within 5.9 % (perfmodel.placement)"),
+                                             "each one's own placement, all 51 within 5.9 % (perfmodel.placement)"),
     ("warp_instructions", "probe.", "the SASS-region fit counts loops by their memory instructions: the FMA/DFMA "
                                     "probes' compute loops hold none and go uncounted (their time is the FP pipe's)"),
     ("l2_write_", "matmul.coarsened", "a warp's consecutive C stores share lines: L1 combines some, at times - "
