@@ -11,8 +11,10 @@ crossing came out 4-37x ncu's).
 What it explains that the model's rule (models.traffic.reread_miss: a share linear between one
 partition and the whole L2) cannot: TILE 16 loses more of B than TILE 32 at the same size, COARSE 8
 (one block per SM, all in step) more than both, because blocks sweep B in the order the scheduler ran
-them, not in the grid's. It predicts nothing: it needs
-the launch's own schedule.
+them, not in the grid's. It predicts nothing: it needs the launch's own schedule.
+
+Which partition an SM sits beside is not known: the replay puts SMs of even and odd %smid on either
+side (the first and second half of the SM ids gave the same counts within 3 % in the exploration).
 
 A block's B and A tiles are replayed in PHASE_GROUPS groups of its k phases, at the group's share of
 the block's recorded time; its C tile at its end. Line granularity is coarsened to those groups;
@@ -98,8 +100,8 @@ def _stream(params: dict[str, int], pl: Placement, groups: int):
     keys = np.concatenate([(g[None, :] * (b_col.max() + 1) + b_col[:, None]).ravel(),
                            (g[None, :] * gy + by[:, None]).ravel() + top, by * gx + bx + 2 * top])
     kinds = np.concatenate([np.zeros(at.size, np.int8), np.ones(at.size, np.int8), np.full(len(b), 2, np.int8)])
-    half = 1 << (bx * wide % per_line * 2 // per_line) if wide < per_line else np.full(len(b), 3)
-    parts = np.concatenate([np.repeat(half, groups), np.full(at.size + len(b), 3)])
+    sector_half = 1 << (bx * wide % per_line * 2 // per_line) if wide < per_line else np.full(len(b), 3)
+    parts = np.concatenate([np.repeat(sector_half, groups), np.full(at.size + len(b), 3)])
     sms = np.concatenate([np.repeat(pl.sm, groups), np.repeat(pl.sm, groups), pl.sm])
     order = np.argsort(np.concatenate([at.ravel(), at.ravel(), start + dur]), kind="stable")
     return keys[order].tolist(), kinds[order].tolist(), (sms[order] % 2).tolist(), parts[order].tolist(), sizes
@@ -112,9 +114,9 @@ def replay(params: dict[str, int], pl: Placement, device: str = "h200", ways: in
     dev = lookup(device)
     keys, kinds, sides, parts, sizes = _stream(params, pl, groups)
     half = [s // 2 for s in sizes]  # each unit's lines: half homed in each partition
-    part = dev.l2_partition_bytes
-    sets = max(1, round(part / (ways * half[0])))
-    l2 = (_Partition(part, sets), _Partition(part, sets))
+    room = dev.l2_partition_bytes
+    sets = max(1, round(room / (ways * half[0])))
+    l2 = (_Partition(room, sets), _Partition(room, sets))
     dram = near = cross = far_hit = 0
     for key, kind, side, got in zip(keys, kinds, sides, parts, strict=True):
         size = half[kind]
