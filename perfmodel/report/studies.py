@@ -207,7 +207,7 @@ def ceilings_study(dev, data, table, ceil, folder: Path) -> Page:
                  "the kernel. What L2 keeps of a working set read again (probe.l2_read, 4 passes over 16-128 "
                  "MiB) is a measured curve too; matmul's B, re-read by each group of blocks, loses more of itself "
                  "and by variant (figure): the model's line between one L2 partition and the whole L2 is a middle "
-                 "road, off by up to 60 % there (the matmul page replays recorded schedules through the two L2 "
+                 "road, off by up to 83 % there (the matmul page replays recorded schedules through the two L2 "
                  "partitions: half the error). What the crossbar carries into the L2 slices - a transfer per "
                  "written sector, one more per line a store writes a sector of in part, one per read request - "
                  "is what ncu's lts__xbar2lts counter is busy with (figure: one rate over every profiled store "
