@@ -18,6 +18,7 @@ from ..coresidency import law as coresidency_law
 from ..devices import DeviceSpec
 from ..devices import device as lookup
 from ..errors import PerfModelError
+from ..l2replay import predicted_read_bytes
 from ..measurements import load
 from ..memory import analyse
 from ..occupancy import occupancy
@@ -34,7 +35,15 @@ from .time import (
     pipe_terms,
     streams_past_barriers,
 )
-from .traffic import below_l1, block_invariant, dirty_at_end, l1_traffic, piece_fills, store_merge_shares
+from .traffic import (
+    DramEstimate,
+    below_l1,
+    block_invariant,
+    dirty_at_end,
+    l1_traffic,
+    piece_fills,
+    store_merge_shares,
+)
 
 __all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
 
@@ -172,8 +181,14 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     compulsory = case.compulsory_bytes(p)
     below = below_l1(dev, accesses, launch, l1, compulsory, resident, case.model, p, ceil.l2_loss,
                      l1_share, varying, combine, coresidency_law(dev.key))
-    notes.extend(below.notes)
     dram, req = below.dram, below.requests
+    if (replayed := predicted_read_bytes(case_name, p, launch.grid, resident, dev.key)) is not None:
+        # B between the L2 partitions: the recorded schedule replayed, not the linear share
+        dram = DramEstimate(int(replayed[0]), dram.write_bytes, replayed[1])
+        notes.extend(n for n in below.notes if n != below.dram.note)
+        notes.append(dram.note)
+    else:
+        notes.extend(below.notes)
 
     flops = case.flops(p)
     terms = pipe_terms(dev, ceil, l1, below.l2_read_bytes, below.l2_write_bytes, dram, req, flops, launch.blocks,
