@@ -104,8 +104,9 @@ def test_dram_reads(comparison):
     0-100 % of B between re-reads by variant, the model a share linear between one L2 partition and the
     whole L2 (-83..+39 %: -63 % for TILE 16 at 2048 x 3584 x 2048, B = 28 MiB, measured in h200_l1share,
     -83 % for COARSE 8 at 3072 x 4608 x 1792, h200_b_replay_coarse; the step it replaced was off by up to
-    4x; the recorded schedules replayed through the two L2 partitions explain it, tests/test_l2replay.py),
-    and the shifted copy below. The naive
+    4x; the recorded schedules replayed through the two L2 partitions explain it, tests/test_l2replay.py).
+    Tiled and coarsened matmuls are now predicted by replaying another shape's recorded schedule: the
+    band's 37 rows -54..+71 %, 17 within 5 %. And the shifted copy below. The naive
     transposes' L2 fills are modelled by a curve measured on those at 32 x 8 threads (their rows are
     'counter-ceiling': shown, not counted); every other naive transpose within 5 % (test below)."""
     t = comparison[(comparison.metric == "dram_read_bytes") & (comparison.kind == "counter")]
