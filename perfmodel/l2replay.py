@@ -34,6 +34,7 @@ from .coresidency import Placement
 from .devices import device as lookup
 from .suite.plan import case_id
 
+REPLAYED = ("matmul.tiled", "matmul.coarsened")  # the kernels whose accesses _stream lays out
 PHASE_GROUPS = 16
 # chosen among 32, 64, 128 and 256 on the 14 shapes recorded before plan h200_b_replay (mean |error| of
 # the DRAM reads 7 % at 64, 8/11/13 % at 32/128/256); on the 14 of h200_b_replay, measured after, 17 %
@@ -140,15 +141,11 @@ def replay(params: dict[str, int], pl: Placement, device: str = "h200", ways: in
 
 
 @functools.cache
-def replayed(device: str = "h200", min_b_bytes: int = 20 << 20) -> dict[str, Replay]:
-    """Per recorded tiled or coarsened matmul whose B is at least `min_b_bytes`: the replay of its
-    first recorded launch, by case id."""
-    from .placement import recorded
-
-    return {case_id(r.case, r.params): replay(r.params, r.launches[0], device)
-            for r in recorded(device)
-            if r.case in ("matmul.tiled", "matmul.coarsened") and 4 * r.params["k"] * r.params["n"] >= min_b_bytes}
-
+def replayed(device_key: str = "h200", min_b_bytes: int = 20 << 20) -> tuple:
+    """(recorded launches, the replay of the first) of every recorded tiled or coarsened matmul whose
+    B is at least `min_b_bytes`."""
+    return tuple((r, replay(r.params, r.launches[0], device_key)) for r in _sources(device_key)
+                 if 4 * r.params["k"] * r.params["n"] >= min_b_bytes)
 
 
 def borrowed(src: Placement, grid: tuple[int, int, int], resident: int) -> Placement:
@@ -176,31 +173,37 @@ def _kind(case: str, params: dict[str, int]) -> tuple:
 
 @functools.cache
 def _sources(device_key: str) -> tuple:
+    """Every recorded launch of a kernel the replay knows (REPLAYED)."""
     from .placement import recorded
 
-    return tuple(r for r in recorded(device_key) if r.case in ("matmul.tiled", "matmul.coarsened"))
+    return tuple(r for r in recorded(device_key) if r.case in REPLAYED)
+
+
+def replay_source(case: str, params: dict[str, int], device: str = "h200"):
+    """The recording whose schedule predicts `case` at `params`: a tiled or coarsened matmul whose B lies
+    between 0.6 of one L2 partition and the whole L2, the largest launch recorded of the same kernel at
+    another shape; None where there is none (other kernels and sizes, devices without recordings)."""
+    if case not in REPLAYED:
+        return None
+    dev = lookup(device)
+    if not 0.6 * dev.l2_partition_bytes <= 4 * params["k"] * params["n"] <= dev.l2_bytes:
+        return None
+    same = [r for r in _sources(dev.key) if _kind(r.case, r.params) == _kind(case, params) and r.params != params]
+    return max(same, key=lambda r: len(r.launches[0].sm)) if same else None
 
 
 def predicted_read_bytes(case: str, params: dict[str, int], grid: tuple[int, int, int], resident: int,
                          device: str = "h200") -> tuple[float, str] | None:
-    """DRAM reads of a tiled or coarsened matmul whose B lies between 0.6 of one L2 partition and the
-    whole L2, replayed over the schedule of the largest launch recorded of the same kernel at another
-    shape (`borrowed`), with a note; None where no such launch is recorded (other kernels, devices).
-    On the held-out sets' 25 such matmuls, never placed: 22 % off on average where the linear share
-    (traffic.reread_miss) was 43 % (experiments/study_b_replay.py)."""
-    if case not in ("matmul.tiled", "matmul.coarsened"):
+    """DRAM reads of `case` replayed over `replay_source`'s schedule (`borrowed`), with a note; None
+    where it has none. On the held-out sets' 25 such matmuls before held-out 21, never placed: 22 % off
+    on average where the linear share (traffic.reread_miss) was 43 % (experiments/study_b_replay.py)."""
+    src = replay_source(case, params, device)
+    if src is None:
         return None
-    dev = lookup(device)
-    b_bytes = 4 * params["k"] * params["n"]
-    if not 0.6 * dev.l2_partition_bytes <= b_bytes <= dev.l2_bytes:
-        return None
-    same = [r for r in _sources(dev.key) if _kind(r.case, r.params) == _kind(case, params) and r.params != params]
-    if not same:
-        return None
-    src = max(same, key=lambda r: len(r.launches[0].sm))
     got = replay(params, borrowed(src.launches[0], grid, resident), device).dram_read_bytes
-    return got, (f"B ({b_bytes / 2**20:.0f} MiB) replayed through the two L2 partitions over the schedule "
-                 f"recorded at {case_id(src.case, src.params)}: {got / 2**20:.0f} MiB read (l2replay)")
+    return got, (f"B ({4 * params['k'] * params['n'] / 2**20:.0f} MiB) replayed through the two L2 partitions "
+                 f"over the schedule recorded at {case_id(src.case, src.params)}: {got / 2**20:.0f} MiB read "
+                 "(l2replay)")
 
 
 NCU = {"dram_read_bytes": "dram__bytes_read.sum",
@@ -217,7 +220,7 @@ def rule_read_bytes(case: str, params: dict[str, int], device: str = "h200") -> 
 
     dev, kc = lookup(device), get(case)
     p = kc.bind(**params)
-    resident = predict(case, dev, **p).occupancy.blocks_per_sm * dev.sm_count
+    resident = predict(case, dev, **p).resident_blocks
     return dram_traffic(dev, kc.compulsory_bytes(p), resident, kc.launch(p), "matmul", p).read_bytes
 
 
@@ -232,9 +235,8 @@ def against_ncu(data, device: str = "h200"):
     ncu = data[data.source.eq("ncu") & data.metric.isin(list(NCU.values()))]
     counted = ncu.groupby(["case_id", "metric"]).value.median()
     rows = []
-    for cid, rep in replayed(device).items():
-        params = {k: int(v) for k, v in (kv.split("=") for kv in cid[cid.index("[") + 1:-1].split(","))}
-        case = cid.split("[")[0]
+    for r, rep in replayed(lookup(device).key):
+        cid, case, params = case_id(r.case, r.params), r.case, r.params
         row = {"case_id": cid, "tile": params["tile"], "coarse": params.get("coarse", 1),
                "b_mib": 4 * params["k"] * params["n"] / 2**20,
                "model_dram_read_bytes": predict(case, device, **get(case).bind(**params)).dram_read_bytes,
