@@ -26,6 +26,26 @@ class Ceiling:
 
 
 @dataclass(frozen=True)
+class PartialLaw:
+    """Sectors two writers each write in part, the second `between` bytes of the kernel's traffic
+    after the first: L2 has lost the share 1 - exp(-(between / scale)^shape) first (filled from DRAM
+    and written back, once for each piece), and each fill adds fill_s x (between / ref)^-fill_exponent
+    to a streaming kernel's time. Both fitted on probe.split_store (partial_law)."""
+
+    scale_bytes: float
+    shape: float
+    fill_s: float  # at ref_bytes
+    fill_exponent: float
+    ref_bytes: float = 16 << 20
+
+    def lost(self, between_bytes: float) -> float:
+        return float(1 - np.exp(-((between_bytes / self.scale_bytes) ** self.shape)))
+
+    def per_fill_s(self, between_bytes: float) -> float:
+        return float(self.fill_s * (max(between_bytes, 1.0) / self.ref_bytes) ** -self.fill_exponent)
+
+
+@dataclass(frozen=True)
 class Ceilings:
     dram_bytes_per_s: Ceiling
     l2_bytes_per_s: Ceiling
@@ -68,6 +88,9 @@ class Ceilings:
     # written bytes L2 fills from DRAM and writes back twice, by the bytes the kernel moves ((bytes, share), ...)
     l2_piece_fills: tuple[tuple[float, float], ...] = ()
     l2_piece_fills_probe: Ceiling | None = None  # where the curve comes from; value: its largest share
+    # sectors two writers share: what L2 loses before the second writes, and what each fill costs
+    partial_law: PartialLaw | None = None
+    partial_loss_probe: Ceiling | None = None  # where the law comes from; value: the bytes between losing half
 
     def l2_loss(self, footprint_bytes: float) -> float | None:
         """The share of a re-read buffer L2 has lost by the next pass (measured; None where not)."""
@@ -269,6 +292,64 @@ def _l2_piece_fills(data) -> dict[str, object]:
         f"{int(curve[0][0]) >> 20}-{int(curve[-1][0]) >> 20} MiB moved", tuple(cases))}
 
 
+def split_store_pairs(data, times, l2_bytes: float):
+    """probe.split_store past L2 under ncu, each shifted launch (offset off a sector: one sector
+    shared by two warps per segment boundary, n / 32 of them) beside the aligned one at the same n and
+    dist (the same scattered order, no shared sector): the bytes moved between the two writers (dist
+    warps: dist / 8 blocks at the kernel's 8 bytes a thread), the share of shared sectors lost (each
+    filled twice: DRAM reads past the aligned launch's / (2 x shared)), the fills and the time they add."""
+    import pandas as pd
+
+    sel = data[(data.case == "probe.split_store") & (data.source == "ncu") & (data.metric == "dram__bytes_read.sum")]
+    reads = sel.groupby(["case_id", "params"]).value.median().reset_index()
+    rows = {}
+    for cid, params, value in zip(reads.case_id, reads.params, reads.value, strict=True):
+        p = json.loads(params)
+        if 4 * p["n"] > l2_bytes and cid in times:
+            rows[(p["n"], p["dist"], p["offset"] % 32 != 0)] = (cid, float(value), float(times[cid]))
+    out = []
+    for (n, dist, shifted), (cid, read, t) in rows.items():
+        if not shifted or (aligned := rows.get((n, dist, False))) is None:
+            continue
+        fills = max(read - aligned[1], 0.0) / 32
+        out.append({"case_id": cid, "aligned_id": aligned[0], "n": n, "dist": dist, "between_bytes": 8.0 * 32 * dist,
+                    "lost": min(fills / (2 * n / 32), 1.0), "fills": fills, "added_s": t - aligned[2]})
+    return pd.DataFrame(out)
+
+
+# probe.split_store's buffer sizes that calibrate partial_law; its launches at other sizes (256 MiB
+# a buffer: the suite's, and the sweep's full range of distances) test it
+PARTIAL_CALIBRATION_N = (1 << 25, 1 << 27)
+
+
+def partial_law(pairs) -> PartialLaw | None:
+    """Fit PartialLaw to split_store_pairs: the loss's scale and shape by least squares on
+    ln(-ln(1 - lost)) against ln(between), the fill cost's power law in log-log, over pairs losing
+    1-99.9 % of their shared sectors."""
+    pairs = pairs[(pairs.lost >= 0.01) & (pairs.fills > 0)]
+    if pairs.between_bytes.nunique() < 2:
+        return None
+    x = np.log(pairs.between_bytes.to_numpy())
+    shape, offset = np.polyfit(x, np.log(-np.log(1 - pairs.lost.clip(upper=0.999).to_numpy())), 1)
+    slope, at = np.polyfit(x - np.log(PartialLaw.ref_bytes), np.log((pairs.added_s / pairs.fills).to_numpy()), 1)
+    return PartialLaw(float(np.exp(-offset / shape)), float(shape), float(np.exp(at)), float(-slope))
+
+
+def _partial_loss(data, times, dev: DeviceSpec) -> dict[str, object]:
+    pairs = split_store_pairs(data, times, dev.l2_bytes)
+    cal = pairs[pairs.n.isin(PARTIAL_CALIBRATION_N)] if len(pairs) else pairs
+    law = partial_law(cal) if len(cal) else None
+    if law is None:
+        return {}
+    half = law.scale_bytes * np.log(2) ** (1 / law.shape)
+    return {"partial_law": law, "partial_loss_probe": Ceiling(
+        "L2's loss of sectors two writers share: bytes between the writers that lose half", float(half), "B",
+        f"measured: probe.split_store under ncu, shifted against aligned, {len(cal)} pairs at "
+        f"{cal.between_bytes.min() / 2**20:.0f}-{cal.between_bytes.max() / 2**20:.0f} MiB between, "
+        f"{', '.join(f'{4 * n >> 20}' for n in PARTIAL_CALIBRATION_N)} MiB a buffer",
+        tuple(sorted({*cal.case_id, *cal.aligned_id})))}
+
+
 def _l1_store_combine(data) -> Ceiling | None:
     """The share of (store, line) pairs L1 combines when a block's 8 warps, each having loaded first,
     write the same lines (probe.piece_store, dist 1, the largest launch): 1 - ncu's L2 write requests
@@ -404,6 +485,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
         extra.update(_loaded_latency(data, dev))
         extra.update(_l2_retention(data))
         extra.update(_l2_piece_fills(data))
+        extra.update(_partial_loss(data, times, dev))
         for key, case, what, match in (
                 ("barrier_round_idle_s", "probe.barrier_rounds", "one block per SM, no FMA chain",
                  {"work": 0, "blocks_per_sm": 1}),

@@ -179,6 +179,34 @@ def test_sectors_written_in_part_are_judged_over_the_blocks_l2_keeps_them_for():
     assert _written("probe.split_store", n=1 << 26, offset=4, dist=65536).partial_share == 2 / 5
 
 
+def test_sectors_two_writers_share_are_lost_by_the_bytes_between():
+    """With a loss law (here a made-up one: all past 8 MiB, none before), each sector the middle block
+    writes is judged by the distance to its last writer: a shifted copy's shared sectors, one other
+    block dist / 8 blocks away (2 KiB of traffic a block), are lost past 8 MiB; sectors 8 warps fill
+    in pieces keep the step at the reach; sectors nobody completes are lost."""
+    from perfmodel.models.traffic import MIN_LOST_SHARE, block_bytes, written_sectors
+    from perfmodel.suite.registry import get
+
+    def lost(**p):
+        case = get(p.pop("name"))
+        p = case.bind(**p)
+        launch = case.launch(p)
+        shape = written_sectors(case.accesses(p), launch, 10**9, block_bytes(launch, case.compulsory_bytes(p), 0),
+                                lambda between: float(between > 8 << 20))
+        return shape
+
+    near = lost(name="probe.split_store", n=1 << 26, offset=4, dist=16384)  # 4 MiB between
+    far = lost(name="probe.split_store", n=1 << 26, offset=4, dist=65536)  # 16 MiB
+    assert near.partial_share == 0 and not near.partial
+    assert far.partial_share == 2 / 5 and far.completed_share == 1.0 and far.split_share == 2 / 5
+    assert abs(far.between_bytes - (16 << 20)) < (16 << 20) / 64  # rings 1/64 of the distance wide
+    pieces = lost(name="probe.piece_store", n=1 << 26, dist=16384)  # 8 writers: the step (all within the reach)
+    assert pieces.partial_share == 0 and pieces.split_share == 1.0
+    halves = lost(name="mem.global_store", stride=2, width=4, offset=0)  # never completed
+    assert halves.partial_share == 1.0 and halves.completed_share == 0.0
+    assert MIN_LOST_SHARE <= 0.01
+
+
 def test_sectors_written_per_line():
     """Lines a block alone writes: the sectors it fills of each; lines other blocks share: complete."""
 

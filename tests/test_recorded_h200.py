@@ -26,13 +26,19 @@ def _sel(t, **eq):
     return t
 
 
-def _late_partials(t: pd.DataFrame) -> pd.Series:
-    """Probes whose partial sectors are completed after L2 has lost some of them: probe.split_store
-    8192 blocks later (about a third lost, each piece read-modify-written on its own: DRAM +17 % both
-    ways), probe.piece_store's last pieces ~14k blocks later (72 % of the sectors filled, writes +76 %);
-    the model takes every partial sector as read-modify-written once, and writes once."""
+def _late_pieces(t: pd.DataFrame) -> pd.Series:
+    """probe.piece_store's last pieces ~14k blocks after the first (8 writers a sector): 72 % of the
+    sectors filled (+16 % reads), the model, which fits its loss law on sectors two writers share, takes
+    every one as read-modify-written once."""
     dist = t.params.map(lambda s: json.loads(s).get("dist", 0))
-    return (t.case.eq("probe.split_store") & (dist > 8192)) | (t.case.eq("probe.piece_store") & (dist > 2048))
+    return t.case.eq("probe.piece_store") & (dist > 2048)
+
+
+def _late_partials(t: pd.DataFrame) -> pd.Series:
+    """For DRAM writes, also probe.split_store's sectors completed 8192+ blocks later: L2 writes back
+    some of those it lost twice (27-49 % of the fills more writes, h200_split_sweep), not modelled."""
+    dist = t.params.map(lambda s: json.loads(s).get("dist", 0))
+    return _late_pieces(t) | (t.case.eq("probe.split_store") & (dist > 8192))
 
 
 def test_microbenchmark_counters_are_exact(comparison):
@@ -106,17 +112,20 @@ def test_dram_reads(comparison):
     -83 % for COARSE 8 at 3072 x 4608 x 1792, h200_b_replay_coarse; the step it replaced was off by up to
     4x; the recorded schedules replayed through the two L2 partitions explain it, tests/test_l2replay.py).
     Tiled and coarsened matmuls are now predicted by replaying another shape's recorded schedule: the
-    band's 37 rows -54..+71 %, 17 within 5 %. And the shifted copy below. The naive
+    band's 37 rows -54..+71 %, 17 within 5 %. And probe.piece_store below. The naive
     transposes' L2 fills are modelled by a curve measured on those at 32 x 8 threads (their rows are
     'counter-ceiling': shown, not counted); every other naive transpose within 5 % (test below)."""
     t = comparison[(comparison.metric == "dram_read_bytes") & (comparison.kind == "counter")]
     band = matmul_b_mib(t).between(20, 60)
-    # a shifted copy whose partial sectors are completed ~8 waves later: L2 has lost about a third of
-    # the pieces by then (+17 % reads), the model takes all as read-modify-written (+28 % over)
-    late = _late_partials(t)
+    # a copy whose sectors get 8 pieces ~14k blocks apart: L2 fills 72 %, the model all (+16 %)
+    late = _late_pieces(t)
     bad = t[~band & ~late & (t.rel_error.abs() > 0.05)]
     assert bad.empty, describe(bad)
-    assert late.sum() >= 2 and t[late].rel_error.between(-0.05, 0.3).all(), describe(t[late])
+    assert late.sum() >= 1 and t[late].rel_error.between(-0.05, 0.3).all(), describe(t[late])
+    # the shifted copies whose partial sectors L2 loses in part (the loss law, fitted at other sizes)
+    split = t[t.case.eq("probe.split_store")]
+    split = split[split.measured > 1.01 * 4 * split.params.map(lambda s: json.loads(s)["n"])]
+    assert len(split) >= 5 and split.rel_error.abs().max() < 0.02, describe(split)
     assert band.sum() >= 15 and t[band].rel_error.abs().max() < 0.85, describe(t[band])
 
 
@@ -282,6 +291,46 @@ def test_matmul_dram_reuse_model_at_8192_out_of_sample(comparison):
                    & comparison.case.str.startswith("matmul")]
     assert len(t) == 8 and t.measured.min() > 25 * 4 * 2 * 8192**2, describe(t)  # far past compulsory
     assert t.rel_error.abs().max() < 0.02, describe(t)
+
+
+def test_partial_sectors_lost_by_the_traffic_between_their_writers(recorded, comparison):
+    """probe.split_store (h200_split, h200_split_sweep): a sector two warps write in part, the second
+    `dist` warps later. The share L2 loses first (filled from DRAM for each piece: the reads past the
+    aligned copy's over 2 x the shared sectors) depends on the traffic between the writers alone -
+    within 2.5 points at 128, 256 and 512 MiB a buffer. The law fitted at 128 and 512 MiB (ceilings.partial_law:
+    Weibull in the bytes between, each fill's cost a power of them) predicts the 256 MiB launches -
+    the suite's and the sweep's full range, 2-256 MiB between - lost share within 2 points, the time
+    the fills add within 25 %, and those launches' time within 15 %."""
+    from perfmodel.ceilings import PARTIAL_CALIBRATION_N, ceilings, split_store_pairs
+    from perfmodel.measurements import median_times
+
+    pairs = split_store_pairs(recorded, median_times(recorded), H200.l2_bytes)
+    spread = pairs.groupby("between_bytes").lost.agg(["min", "max", "count"])
+    spread = spread[spread["count"] >= 2]
+    assert len(spread) >= 3 and (spread["max"] - spread["min"]).max() < 0.025, spread
+    law = ceilings("h200").partial_law
+    held = pairs[~pairs.n.isin(PARTIAL_CALIBRATION_N) & (pairs.lost >= 0.01)]
+    assert held.between_bytes.nunique() >= 6, held
+    lost = held.between_bytes.map(law.lost)
+    assert (lost - held.lost).abs().max() < 0.02, held.assign(law=lost)
+    added = 2 * held.n / 32 * lost * held.between_bytes.map(law.per_fill_s)
+    assert (added / held.added_s).between(0.75, 1.25).all(), held.assign(predicted_s=added)
+    t = comparison[(comparison.kind == "time") & comparison.case_id.isin(held.case_id)]
+    assert len(t) == len(held) and t.rel_error.abs().max() < 0.15, describe(t)
+
+
+def test_scattered_store_order_is_a_known_gap(comparison):
+    """probe.split_store aligned (no shared sector): warps storing segments in address order (dist 1) run
+    at the model's latency-bound time; out of order (dist 8-262144: the stores hop 1 KiB-32 MiB) 2-13 %
+    slower at the same DRAM bytes (DRAM locality, not modelled; gaps.py). Stores in near order again
+    (dist 2^20: two segments apart) are within 3 %."""
+    t = comparison[comparison.kind.isin(["time", "time-ceiling"]) & comparison.case.eq("probe.split_store")]
+    p = t.params.map(json.loads)
+    big = p.map(lambda q: q["offset"] == 0 and q["n"] >= 1 << 25)
+    dist = p.map(lambda q: q["dist"])
+    ordered, hopping = t[big & dist.isin([1, 1 << 20])], t[big & dist.between(8, 1 << 18)]
+    assert len(ordered) >= 2 and ordered.rel_error.abs().max() < 0.03, describe(ordered)
+    assert len(hopping) >= 10 and hopping.rel_error.between(-0.13, -0.02).all(), describe(hopping)
 
 
 def test_dram_writes_in_the_kernel(comparison):
@@ -553,16 +602,15 @@ def test_time_accuracy(comparison):
     # (3001/3007 x 8556, 9001 x 4278/8556, 3001/9001 x 8556 capped at 8 blocks and 9001 x 8556 capped at
     # 6, first measured in h200_fabric2: 25-33 % slower than
     # the model; DRAM read-modify-writes up to 16 % of the sectors two blocks write in part, ~250 ps each
-    # - tests below; the swapped grid avoids it), and by the shifted copy whose partial
-    # sectors are completed ~8 waves later (h200_split: read-modify-writes on top of a latency-bound
-    # stream, 33 % slower than the model's slowest pipe)
+    # - tests below; the swapped grid avoids it). (The shifted copy whose partial sectors are completed
+    # ~8 waves later, 33 % slower than the model's slowest pipe, is within 7 % since the fills of the
+    # sectors L2 loses are charged: test_partial_sectors_lost_by_the_traffic_between_their_writers)
     # (probe.piece_store and piece_spread, sectors written in 4-byte pieces: within 10 % now that the
     # crossbar into L2 and L1's combining of a block's pieces are counted - they were -39..+39 %)
     params = worse.params.map(json.loads)
     ragged = worse.case.isin(["transpose.rows", "transpose.rows_capped"]) & params.map(
         lambda p: p.get("rows", 0) % 8 != 0 and p.get("pad") == 1 and p.get("blocks_per_sm", 8) >= 6)
-    late = worse.case.eq("probe.split_store") & params.map(lambda p: p.get("dist", 0) > 8192)
-    assert (ragged | late).all() and (worse.rel_error > -0.35).all() and len(worse) <= 8, describe(worse)
+    assert ragged.all() and (worse.rel_error > -0.35).all() and len(worse) <= 7, describe(worse)
     pieces = t[t.case.isin(["probe.piece_store", "probe.piece_spread"])]
     assert len(pieces) >= 14 and pieces.rel_error.abs().max() < 0.25, describe(pieces)
     temporal = t[t.case == "stencil.temporal"]
@@ -663,7 +711,11 @@ def test_ceiling_probes_are_consistent_but_not_counted(comparison):
     assert set(t.case) >= {"probe.copy", "probe.fma", "probe.launch"}
     # probe.barrier_rounds defines its ceilings by slope: its launches' intercept (the cold tile pool
     # read from DRAM in the first rounds, ~90 us) is not modelled
-    rates = t[~t.case.isin(["probe.launch", "probe.barrier_rounds"])]
+    # probe.split_store's calibration launches define the partial-sector law by difference (shifted less
+    # aligned); both keep the scattered store order's gap (-4..-12 %, test_scattered_store_order_is_a_known_gap)
+    split = t[t.case == "probe.split_store"]
+    assert len(split) >= 10 and split.rel_error.abs().max() < 0.15, describe(split)
+    rates = t[~t.case.isin(["probe.launch", "probe.barrier_rounds", "probe.split_store"])]
     assert rates.rel_error.abs().max() < 0.05, describe(rates)
     # events around an empty kernel take longer than what they add to a running kernel
     empty = t[t.case == "probe.launch"]

@@ -180,7 +180,8 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     combine = ceil.l1_store_combine_share.value if ceil.l1_store_combine_share else 0.0
     compulsory = case.compulsory_bytes(p)
     below = below_l1(dev, accesses, launch, l1, compulsory, resident, case.model, p, ceil.l2_loss,
-                     l1_share, varying, combine, coresidency_law(dev.key))
+                     l1_share, varying, combine, coresidency_law(dev.key),
+                     ceil.partial_law.lost if ceil.partial_law else None)
     dram, req = below.dram, below.requests
     if (replayed := predicted_read_bytes(case_name, p, launch.grid, resident, dev.key)) is not None:
         # B between the L2 partitions: the recorded schedule replayed, not the linear share
@@ -244,6 +245,14 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         ramp = max(startup.value - counted, 0.0)
         time_s += ramp
         terms.append(Term("startup", ramp, 1, 1 / startup.value, startup.source))
+    late = below.rmw_read_bytes / 32 * below.written.completed_share  # fills of sectors L2 lost mid-way
+    if late and ceil.partial_law:
+        per_fill = ceil.partial_law.per_fill_s(below.written.between_bytes)
+        between = below.written.between_bytes / 2**20
+        terms.append(Term("fills", late * per_fill, late, 1 / per_fill,
+                          f"{late:.3g} fills of sectors L2 lost before their second writer x {per_fill * 1e12:.0f} ps "
+                          f"at {between:.1f} MiB between ({ceil.partial_loss_probe.source}), added"))
+        time_s += late * per_fill
     if case.barrier_phases and slowest.name in IN_SM and barriers:
         per_block = case.barrier_phases(p)
         rounds = max(launch.blocks * per_block, 1)

@@ -243,37 +243,54 @@ def store_merge_shares(accesses: list[Access], launch: Launch, row_budget: int =
 class WrittenSectors:
     """How the kernel's stores fill what they touch, judged around the middle block."""
 
-    partial_share: float = 0.0  # of a block's written sectors, those left partly unwritten
+    partial_share: float = 0.0  # of a block's written sectors, those L2 holds in part when it loses them
     per_line: float = 4.0  # sectors written of each 128-byte line written (L2 holds whole lines)
+    split_share: float = 0.0  # of a block's written sectors, those other writers complete (or none)
+    completed_share: float = 0.0  # of those lost, those one other block completes later (the measured curve's)
+    between_bytes: float = 0.0  # the traffic between such a sector's two writers, mean over those lost
 
     @property
-    def partial(self) -> bool:  # some sector is left partly unwritten (DRAM read-modify-write past L2)
-        return self.partial_share > 0
+    def partial(self) -> bool:  # L2 loses a sector in part (DRAM read-modify-write past L2)
+        return self.partial_share >= MIN_LOST_SHARE
+
+    @property
+    def lost_late(self) -> float:  # of a block's sectors: lost before a later block completes them
+        return self.partial_share * self.completed_share
+
+
+# Below this share of a block's written sectors, L2's losses of sectors written in part are left out
+# (their fills are under 1 % of the writes: a row transpose's few off-sector row starts)
+MIN_LOST_SHARE = 0.01
+
+
+def block_bytes(launch: Launch, compulsory: tuple[int, int], l1_bytes: float) -> float:
+    """The kernel's mean traffic per block: its compulsory bytes, or what its warps load and store
+    where it has no closed form."""
+    return (sum(compulsory) or l1_bytes) / max(launch.blocks, 1)
 
 
 def partial_reach_blocks(dev: DeviceSpec, launch: Launch, compulsory: tuple[int, int], l1_bytes: float) -> int:
-    """How many blocks later a write still completes a sector L2 holds in part: while less than half
-    an L2 partition's traffic follows (at the kernel's mean bytes per block - its compulsory bytes, or
-    what its warps load and store where it has no closed form; probe.split_store)."""
-    moved = sum(compulsory) or l1_bytes
-    return max(1, int(dev.l2_partition_bytes / 2 * launch.blocks / max(moved, 1.0)))
+    """How many blocks later a write still completes a sector L2 holds in part, where the device has
+    no measured loss curve: while less than half an L2 partition's traffic follows."""
+    return max(1, int(dev.l2_partition_bytes / 2 / max(block_bytes(launch, compulsory, l1_bytes), 1.0)))
 
 
-def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int,
+def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, per_block_bytes: float = 0.0,
+                    lost: Callable[[float], float] | None = None, word_budget: int = 24_000_000,
                     row_budget: int = 2_000_000) -> WrittenSectors:
-    """The words that the blocks launched within `reach_blocks` of the middle block (those whose
-    traffic between is under half an L2 partition) write into the middle block's lines: the share of its
-    sectors left with fewer than 8 - written in part - and, where no other block writes further
-    sectors of its lines, the sectors it fills per line (lines that other blocks share are taken as
-    completed, as the naive transpose's are by blocks up to 32 rows away). A block may write sectors
-    in part that later blocks complete while L2 holds them (the naive transpose at 32 x 1 threads;
-    probe.split_store: a shifted copy whose partial sectors are completed up to 1024 blocks, 2 MiB
-    of traffic, later reads no more from DRAM; 8192 blocks, 16 MiB, later it read-modify-writes a
-    third of them - the model all)."""
+    """The middle block's written sectors, and for each the distance to the block that writes its last
+    word (blocks outward from it, in rings a sixteenth of the distance wide). A sector completed `d`
+    blocks later is lost first with the device's measured share at d x `per_block_bytes` of traffic
+    between (`lost`; probe.split_store: 1 % at 2 MiB, 35 % at 16 MiB, all past 64 MiB - by that
+    distance alone, at 128-512 MiB a buffer); without a curve, every sector not completed within
+    `reach_blocks`. Sectors never completed are lost. Also the sectors it fills per line where no
+    block within `reach_blocks` writes further sectors of its lines (lines that others share are
+    taken as completed, as the naive transpose's are by blocks up to 32 rows away)."""
     glob = _global(accesses, launch, store=True)
     if not glob:
         return WrittenSectors()
     gx, gy, gz = launch.grid
+    total = gx * gy * gz
     middle = (gx // 2, gy // 2, gz // 2)
     addresses = _block_addresser(glob, launch, row_budget)
     if addresses is None:
@@ -282,23 +299,57 @@ def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int,
     if not len(own):
         return WrittenSectors()
     lines = np.unique(own // 32)  # 32 words a line (the array id's bits are far above)
-    m = middle[0] + gx * (middle[1] + gy * middle[2])
-    reach = max(1, min(reach_blocks, row_budget // len(own) // 2))
-    others = np.arange(max(0, m - reach), min(gx * gy * gz, m + reach + 1))
-    others = others[others != m]
-    words = [own]
-    step = max(1, row_budget // (4 * len(own)))
-    for i in range(0, len(others), step):
-        lin = others[i:i + step]
-        w = _chunk_keys(addresses(np.stack([lin % gx, lin // gx % gy, lin // (gx * gy)], axis=1)), 4)
-        words.append(w[np.isin(w // 32, lines)])
-    written = np.unique(np.concatenate(words))
     sectors = np.unique(own // 8)
-    inside = np.isin(written // 8, sectors)
-    filled = np.bincount(np.searchsorted(sectors, written[inside] // 8), minlength=len(sectors))
-    shared = not inside.all()  # other blocks write further sectors of its lines
+    words = (sectors[:, None] * 8 + np.arange(8)).ravel()
+    first = np.where(np.isin(words, own), 0.0, np.inf)  # blocks away from the middle one's
+    m = middle[0] + gx * (middle[1] + gy * middle[2])
+    shared_reach = max(1, min(reach_blocks, row_budget // len(own) // 2))
+    far = lost is not None and per_block_bytes > 0
+    dense = max(shared_reach, min(total, word_budget // (2 * len(own)))) if far else shared_reach
+    shared = False
+
+    def seen(ks: np.ndarray) -> np.ndarray:  # the words of own lines the blocks m +- ks write
+        lin = np.concatenate([m - ks, m + ks])
+        lin = lin[(lin >= 0) & (lin < total)]
+        if not len(lin):
+            return np.zeros(0, np.int64)
+        w = _chunk_keys(addresses(np.stack([lin % gx, lin // gx % gy, lin // (gx * gy)], axis=1)), 4)
+        return w[np.isin(w // 32, lines)]
+
+    r = 0  # rings a 64th of the distance wide, densely up to `dense` blocks
+    while r < dense and ((r < shared_reach and not shared) or (far and np.isinf(first).any())):
+        end = min(dense, r + max(1, r // 64), r + max(1, row_budget // (2 * len(own))))
+        ks = np.arange(r + 1, min(end, shared_reach) if r < shared_reach else end + 1)
+        ks = ks if len(ks) else np.arange(r + 1, end + 1)
+        w = seen(ks)
+        r = int(ks[-1])
+        first[np.isinf(first) & np.isin(words, w)] = r
+        shared = shared or (r <= shared_reach and not np.isin(w // 8, sectors).all())
+    # beyond: single blocks at quarter octaves (a writer 2^j blocks away is found exactly; one at other
+    # far distances is missed, and its sectors count as never completed)
+    quarters = np.arange(math.ceil(4 * math.log2(max(r, 1))), math.floor(4 * math.log2(total)) + 1)
+    far_ks = np.unique(np.round(2.0 ** (quarters / 4)))
+    for k in far_ks[far_ks > r].astype(np.int64) if far else ():
+        if not np.isinf(first).any():
+            break
+        first[np.isinf(first) & np.isin(words, seen(np.array([k])))] = k
+    done = first.reshape(-1, 8).max(axis=1)  # blocks away that the sector's last word is written
+    part = done > 0
     per_line = 4.0 if shared else len(sectors) / len(lines)
-    return WrittenSectors(float(np.mean(filled < 8)), per_line)
+    if not part.any():
+        return WrittenSectors(0.0, per_line)
+    later = part & np.isfinite(done)
+    # two writers (the block and one other): the measured curve; pieces from more: all past the reach
+    # (probe.piece_store's 8 pieces 256 blocks apart lose 0.35 %, the curve at the last one says 4 %)
+    two = later & (np.array([len(set(row)) for row in first.reshape(-1, 8)]) == 2) if far else later & False
+    share = np.where(np.isfinite(done), (done > reach_blocks).astype(float), 1.0)
+    between = np.where(two, done, 0.0) * per_block_bytes
+    if two.any():
+        share[two] = [lost(b) for b in between[two]]
+    curve = share[two].sum()
+    mean_between = float((share[two] * between[two]).sum() / curve) if curve else 0.0
+    return WrittenSectors(float(share.mean()), per_line, float(part.mean()),
+                          float(curve / share.sum()) if share.sum() else 0.0, mean_between)
 
 
 @dataclass(frozen=True)
@@ -520,12 +571,14 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
              compulsory: tuple[int, int], resident_blocks: int, family: str, params: dict[str, int],
              pass_loss: Callable[[float], float | None] = lambda footprint: None,
              l1_share_bytes: float = math.inf, varying_sectors: float = 0.0,
-             combine_share: float = 0.0, coresidency: CoResidency | None = None) -> Traffic:
+             combine_share: float = 0.0, coresidency: CoResidency | None = None,
+             partial_lost: Callable[[float], float] | None = None) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block; `varying_sectors`:
     the exact L1 sectors of the loads that differ by block, which the sampled reuse scales). Writes: every
     store sector, or per block and line where L1 combines them. DRAM: compulsory bytes (or, with no
     closed form, the distinct DRAM granules read), read-modify-writes for sectors written in part
-    past L2's capacity, and the matmul reuse model."""
+    past L2's capacity (`partial_lost`: the device's measured share lost by the traffic between two
+    writers), and the matmul reuse model."""
     notes = []
     gran = dev.arch.dram_granule_bytes
     closed_form = compulsory != (0, 0)  # else: DRAM reads are the distinct granules the blocks read
@@ -551,12 +604,16 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
             l2_read -= int(hits * SECTOR)
     l2_read = min(l2_read, l1.load_sectors * SECTOR) + l1.uncached_load_sectors * SECTOR
     (per_block_stores,) = block_unique_chunks(accesses, launch, store=True)
-    written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
-    shape = written_sectors(accesses, launch,
-                            partial_reach_blocks(dev, launch, compulsory, l1.load_bytes + l1.store_bytes))
+    pieces_written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
+    moved = l1.load_bytes + l1.store_bytes
+    shape = written_sectors(accesses, launch, partial_reach_blocks(dev, launch, compulsory, moved),
+                            block_bytes(launch, compulsory, moved), partial_lost)
     partial = shape.partial
-    if closed_form and not partial:  # sectors other blocks complete are first written once
-        written = min(written, compulsory[1] / SECTOR)
+    written = pieces_written
+    if closed_form:  # sectors other blocks complete are first written once, unless L2 lost them first
+        once = min(written, compulsory[1] / SECTOR)
+        lost = shape.partial_share / shape.split_share if partial and shape.split_share else 0.0
+        written = once + (written - once) * lost
     if not closed_form:
         granules_read = chunks[0] * launch.blocks + shared_chunks[0]  # shared ones once: L2 holds them
         reads = int(granules_read * gran) if not math.isnan(granules_read) else l2_read
@@ -567,14 +624,20 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         # the L2 reads each before writing it back (scattered 4-byte stores on the H200), once for each
         # block that writes a piece, at most once per sector written (probe.piece_store: 8 pieces a
         # sector, 72 % of the sectors filled once); a footprint that fits in L2 stays there, dirty
-        rmw = int(min(shape.partial_share * written, compulsory[1] / SECTOR) * SECTOR)
+        rmw = int(min(shape.partial_share * pieces_written, compulsory[1] / SECTOR) * SECTOR)
         compulsory = (compulsory[0] + rmw, compulsory[1])
-        notes.append("partially written sectors: read-modify-write in DRAM")
+        if shape.completed_share:
+            notes.append(f"sectors two blocks write in part, {shape.between_bytes / 2**20:.1f} MiB of traffic apart: "
+                         f"L2 loses {100 * shape.partial_share / shape.split_share:.0f} % of them first "
+                         "(measured, probe.split_store) and reads each piece from DRAM to write it back")
+        else:
+            notes.append("partially written sectors: read-modify-write in DRAM")
     dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params, pass_loss)
     notes.append(dram.note)
     near = dev.l2_partition_bytes  # what L2 holds before first writes cost fills
     kept = 1 - combine_share if combine_share and l1_combines(l1, launch) else 1.0
-    req = l2_requests(l1, l2_read, written, shape.partial_share, sum(compulsory), near, l1.load_requests > 0, kept)
+    req = l2_requests(l1, l2_read, written, shape.partial_share if partial else 0.0, sum(compulsory), near,
+                      l1.load_requests > 0, kept)
     l2_write = int(l1.store_sectors * kept) * SECTOR
     if kept < 1:
         notes.append(f"the block's warps write the same lines: L1 combines {100 * (1 - kept):.0f} % of their "

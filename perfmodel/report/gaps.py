@@ -24,8 +24,9 @@ REASONS: list[tuple[str, str, str]] = [
     ("l2_write_", "mem.global_store", "L1 sometimes merges neighbouring warps' partial sectors "
                                       "(timing-dependent: shifted copies 3-7 % fewer requests, none where the "
                                       "warps are 8 or more apart, probe.split_store)"),
-    ("dram_", "probe.split_store", "partial sectors completed 16 MiB of traffic later: L2 has lost a third of "
-                                   "them first, the model takes all as read-modify-written"),
+    ("dram_", "probe.split_store", "partial sectors L2 loses before their second writer (the loss law, fitted "
+                                   "at 128/512 MiB a buffer): L2 writes back some of them twice (+27-49 % of "
+                                   "the fills in writes), the model once"),
     ("dram_", "probe.piece_store", "pieces completed ~14k blocks later: L2 filled 72 % of the sectors and wrote "
                                    "them back twice; the model reads each once and writes once"),
     ("l2_write_", "probe.piece_store", "the 8 warps of a block writing word k of the same 32 sectors after one "
@@ -54,9 +55,9 @@ REASONS: list[tuple[str, str, str]] = [
     ("time_s", "probe.piece_store", "dist 1: L1 combined 58-66 % of the block's stores though each thread loads "
                                     "first (the naive transpose's are not), and the model charges the crossbar "
                                     "into L2 for every one (+119..+126 %); how much L1 combines is not modelled"),
-    ("time_s", "probe.split_store", "segments stored out of address order (dist >= 8) run 8-11 % slower than in "
-                                    "order at the same bytes (DRAM locality, not modelled); partial sectors "
-                                    "L2 loses first (dist 65536) add read-modify-writes to a latency-bound copy"),
+    ("time_s", "probe.split_store", "segments stored out of address order (dist 8-262144) run 2-13 % slower "
+                                    "than in order at the same bytes (DRAM locality, not modelled); the fills of "
+                                    "partial sectors L2 loses first are charged by the law fitted at other sizes"),
     ("time_s", "matmul.naive", "A's row pitch 2-5 words past a multiple of 8 (k = 1026-1029): the data stage "
                                "(0.85 of a wavefront per cycle) and the tag stage (0.90) are both near their limit "
                                "and slow each other (h200_stage); the model takes the slower one alone"),
