@@ -40,9 +40,17 @@ FAMILIES: dict[str, tuple[int, dict[str, tuple[int, int]], dict[str, list[int]]]
 }
 
 
-def families(only: list[str], draws: int | None) -> list[tuple[str, int, dict, dict]]:
+def families(only: list[str], draws: int | None, ranges: dict[str, tuple[int, int]] | None = None
+             ) -> list[tuple[str, int, dict, dict]]:
     """The families to draw from: all, or the variants `only` names ("matmul.coarsened:coarse=8",
-    choices fixed to the values given), each `draws` times where given."""
+    choices fixed to the values given), each `draws` times where given, sizes from `ranges` where
+    they name the parameter."""
+    got = _families(only, draws)
+    return [(name, n, {k: (ranges or {}).get(k, r) for k, r in sizes.items()}, choices)
+            for name, n, sizes, choices in got]
+
+
+def _families(only: list[str], draws: int | None) -> list[tuple[str, int, dict, dict]]:
     if not only:
         return [(name, draws or n, sizes, choices) for name, (n, sizes, choices) in FAMILIES.items()]
     out = []
@@ -59,11 +67,12 @@ def families(only: list[str], draws: int | None) -> list[tuple[str, int, dict, d
     return out
 
 
-def draw(seed: int, only: list[str] | None = None, draws: int | None = None) -> list[tuple[str, dict[str, int] | str]]:
+def draw(seed: int, only: list[str] | None = None, draws: int | None = None,
+         ranges: dict[str, tuple[int, int]] | None = None) -> list[tuple[str, dict[str, int] | str]]:
     """(case, parameters) per draw, or (case, why) where the draw has no compiled kernel."""
     rng = np.random.default_rng(seed)
     out: list[tuple[str, dict[str, int] | str]] = []
-    for name, n, sizes, choices in families(only or [], draws):
+    for name, n, sizes, choices in families(only or [], draws, ranges):
         for _ in range(n):
             p = {k: int(round(math.exp(rng.uniform(math.log(lo), math.log(hi))))) for k, (lo, hi) in sizes.items()}
             p.update({k: int(rng.choice(v)) for k, v in choices.items()})
@@ -87,13 +96,15 @@ def planned_before(plans: Path = PLANS) -> dict[str, str]:
     return seen
 
 
-def toml(seed: int, only: list[str] | None = None, draws: int | None = None) -> str:
-    how = f"--seed {seed}" + (f" --only {' '.join(only)}" if only else "") + (f" --draws {draws}" if draws else "")
+def toml(seed: int, only: list[str] | None = None, draws: int | None = None,
+         ranges: dict[str, tuple[int, int]] | None = None) -> str:
+    how = (f"--seed {seed}" + (f" --only {' '.join(only)}" if only else "") + (f" --draws {draws}" if draws else "")
+           + (f" --sizes {' '.join(f'{k}={lo}:{hi}' for k, (lo, hi) in ranges.items())}" if ranges else ""))
     lines = [f"# Held-out cases, drawn by `python experiments/holdout_plan.py {how}` (do not edit by hand):",
              "# shapes no earlier run measured; perfmodel.holdout froze the model's predictions of them before",
              "# they were measured. Timed, profiled and written back like the suite.",
              "ncu_writeback = true", ""]
-    seen, kept, drawn = planned_before(), 0, draw(seed, only, draws)
+    seen, kept, drawn = planned_before(), 0, draw(seed, only, draws, ranges)
     for name, p in drawn:
         if isinstance(p, str):
             lines += [f"# dropped {name} {p}", ""]
@@ -115,5 +126,11 @@ if __name__ == "__main__":
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--only", nargs="+", help='variants to draw, e.g. "matmul.coarsened:coarse=8"')
     ap.add_argument("--draws", type=int, help="draws per family (default: its own count)")
+    ap.add_argument("--sizes", nargs="+", default=[],
+                    help='size ranges replacing the families\' own, e.g. "cols=15000:90000"')
     a = ap.parse_args()
-    print(toml(a.seed, a.only, a.draws), end="")
+    try:
+        ranges = {k: (int(lo), int(hi)) for k, _, v in (s.partition("=") for s in a.sizes) for lo, hi in [v.split(":")]}
+    except ValueError:
+        raise SystemExit(f"--sizes {' '.join(a.sizes)}: give each as name=low:high, e.g. cols=15000:90000") from None
+    print(toml(a.seed, a.only, a.draws, ranges or None), end="")
