@@ -30,6 +30,7 @@ from .time import (
     OUTSIDE_SM,
     barrier_rounds_term,
     dispatch_interval_s,
+    late_fills,
     latency_term,
     phase_term,
     pipe_terms,
@@ -192,8 +193,9 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         notes.extend(below.notes)
 
     flops = case.flops(p)
+    fills = late_fills(ceil, below)
     terms = pipe_terms(dev, ceil, l1, below.l2_read_bytes, below.l2_write_bytes, dram, req, flops, launch.blocks,
-                       issued, case.precision)
+                       issued, case.precision, fills)
     background = below.rmw_read_bytes  # DRAM reads L2 makes on its own: no warp waits for them
     if below.pieces and max(terms, key=lambda t: t.time_s).name == "l2_requests":
         filled = piece_fills(dram, ceil.piece_fill_share(sum(compulsory)), compulsory[1])
@@ -202,7 +204,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
             notes.append(filled.note)
         dram = filled
         terms = pipe_terms(dev, ceil, l1, below.l2_read_bytes, below.l2_write_bytes, dram, req, flops,
-                           launch.blocks, issued, case.precision)
+                           launch.blocks, issued, case.precision, fills)
     warp_loads = max(dram.read_bytes - background, 0)  # DRAM bytes the warps wait for
     if case.sync_after_loads:
         in_flight = blocks_per_sm * dev.sm_count * warp_loads / max(launch.blocks, 1)  # every resident block's
@@ -217,7 +219,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         else:  # straight-line code: a warp issues all its loads before it waits
             per_warp = warp_loads / max(launch.blocks * launch.warps_per_block, 1)
         extra = latency_term(ceil, l1, dram, warp_loads, occ.warps_per_sm * dev.sm_count * per_warp,
-                             max(waves - 1, 0.0), dispatch_interval_s(ceil, dev.sm_count))
+                             max(waves - 1, 0.0), dispatch_interval_s(ceil, dev.sm_count), fills)
     if extra:
         terms.append(extra)
     slowest = max(terms, key=lambda t: t.time_s)
@@ -245,14 +247,6 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         ramp = max(startup.value - counted, 0.0)
         time_s += ramp
         terms.append(Term("startup", ramp, 1, 1 / startup.value, startup.source))
-    late = below.rmw_read_bytes / 32 * below.written.completed_share  # fills of sectors L2 lost mid-way
-    if late and ceil.partial_law:
-        per_fill = ceil.partial_law.per_fill_s(below.written.between_bytes)
-        between = below.written.between_bytes / 2**20
-        terms.append(Term("fills", late * per_fill, late, 1 / per_fill,
-                          f"{late:.3g} fills of sectors L2 lost before their second writer x {per_fill * 1e12:.0f} ps "
-                          f"at {between:.1f} MiB between ({ceil.partial_loss_probe.source}), added"))
-        time_s += late * per_fill
     if case.barrier_phases and slowest.name in IN_SM and barriers:
         per_block = case.barrier_phases(p)
         rounds = max(launch.blocks * per_block, 1)

@@ -10,7 +10,7 @@ from ..devices import DeviceSpec
 from ..occupancy import Occupancy
 from .base import Term
 from .issue import Instructions
-from .traffic import DramEstimate, L1Traffic, L2Requests, l2_input_units
+from .traffic import SECTOR, DramEstimate, L1Traffic, L2Requests, Traffic, l2_input_units
 
 IN_SM = ("fp32", "fp64", "l1", "l1_tag", "issue")  # pipes inside the SM: bound per wave of resident blocks
 # bounds that stream through the memory system
@@ -25,9 +25,26 @@ def hidden_behind_others(blocks_per_sm: int) -> float:
     return 1.0 if blocks_per_sm <= 2 else 1 / (blocks_per_sm - 1)
 
 
+def late_fills(ceil: Ceilings, below: Traffic) -> tuple[float, str]:
+    """(seconds, note) the memory system spends on the fills of sectors two writers share that L2 lost
+    before the second wrote (ceilings.partial_law's cost a fill at the bytes between them): added to the
+    memory system's terms - DRAM, L2's requests, Little's law - so that a kernel bound inside the SM
+    hides them as it hides its loads (held out 22: unpadded transposes, work-bound, +8..+14 % with them
+    added to the total, +3..+5 % so; probe.split_store, latency-bound, and the padded row transposes,
+    bound by L2's requests, as with them added to the total)."""
+    late = below.rmw_read_bytes / SECTOR * below.written.completed_share
+    if not late or not ceil.partial_law or not ceil.partial_loss_probe:
+        return 0.0, ""
+    between = below.written.between_bytes
+    per_fill = ceil.partial_law.per_fill_s(between)
+    return late * per_fill, (f"; + {late * per_fill * 1e6:.1f} us: {late:.3g} fills of sectors L2 lost before their "
+                             f"second writer x {per_fill * 1e12:.0f} ps at {between / 2**20:.1f} MiB between "
+                             f"({ceil.partial_loss_probe.source})")
+
+
 def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_read_bytes: float, l2_write_bytes: float,
                dram: DramEstimate, req: L2Requests, flops: float, blocks: int, issued: Instructions | None,
-               precision: str = "fp32") -> list[Term]:
+               precision: str = "fp32", fills: tuple[float, str] = (0.0, "")) -> list[Term]:
     """Each pipe's time at its measured rate (the FLOPs on the FP32 or the FP64 pipe). L1's tag stage
     handles one wavefront per SM per cycle: a request's tag passes, and each sector it misses to L2
     (H200, ncu: t-stage output wavefronts plus L2-bound sectors run at 0.97-1.0 per cycle in the
@@ -36,7 +53,7 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_read_bytes: fl
     l2_bytes = l2_read_bytes + l2_write_bytes
     missed = l2_read_bytes / 32 - l1.uncached_load_sectors
     clock = dev.sm_clock_hz
-    dram_s = ceil.dram_time_s(dram.read_bytes, dram.write_bytes) or 1e-30
+    dram_s = (ceil.dram_time_s(dram.read_bytes, dram.write_bytes) or 1e-30) + fills[0]
     moved = dram.read_bytes + dram.write_bytes
     data_wf = l1.global_load_wavefronts + l1.global_store_wavefronts
     tags = l1.load_tag_wavefronts + l1.store_tag_wavefronts
@@ -46,7 +63,7 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_read_bytes: fl
     terms = [
         Term("dram", dram_s, moved, moved / dram_s,
              ceil.dram_bytes_per_s.source + (f"; reads alone {ceil.dram_read_bytes_per_s.source}"
-                                                  if ceil.dram_read_bytes_per_s else "")),
+                                                  if ceil.dram_read_bytes_per_s else "") + fills[1]),
         Term("l2", l2_bytes / ceil.l2_bytes_per_s.value, l2_bytes, ceil.l2_bytes_per_s.value,
              ceil.l2_bytes_per_s.source),
         Term("l1", (data_wf + smem_wf) / wf_rate, data_wf + smem_wf, wf_rate,
@@ -60,11 +77,11 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_read_bytes: fl
     hit, fill, rmw = ceil.l2_write_requests_per_s, ceil.l2_write_fill_requests_per_s, ceil.l2_write_rmw_requests_per_s
     n = req.read + req.writes
     if hit and fill and rmw and n:
-        t = (req.read + req.write_hit) / hit.value + req.write_fill / fill.value + req.write_rmw / rmw.value
+        t = (req.read + req.write_hit) / hit.value + req.write_fill / fill.value + req.write_rmw / rmw.value + fills[0]
         terms.append(Term("l2_requests", t, n, n / t,
                           f"{req.read:.3g} reads + {req.write_hit:.3g} writes at {hit.value / 1e9:.0f} G/s, "
                           f"{req.write_fill:.3g} sector fills at {fill.value / 1e9:.0f} G/s, {req.write_rmw:.3g} "
-                          f"read-modify-writes at {rmw.value / 1e9:.0f} G/s (probe.store_lines)"))
+                          f"read-modify-writes at {rmw.value / 1e9:.0f} G/s (probe.store_lines){fills[1]}"))
     if ceil.l2_input_per_s and (units := l2_input_units(l1, req.read, req.merged, req.kept)):
         r = ceil.l2_input_per_s.value
         terms.append(Term("l2_input", units / r, units, r,
@@ -151,7 +168,8 @@ def streams_past_barriers(ceil: Ceilings, terms: list[Term], in_flight_bytes: fl
 
 
 def latency_term(ceil: Ceilings, l1: L1Traffic, dram: DramEstimate, load_bytes: float,
-                 in_flight_bytes: float, refills: float = 0.0, block_interval_s: float = 0.0) -> Term | None:
+                 in_flight_bytes: float, refills: float = 0.0, block_interval_s: float = 0.0,
+                 fills: tuple[float, str] = (0.0, "")) -> Term | None:
     """Little's law: the DRAM bytes warps load (`load_bytes`) at bytes in flight / DRAM latency, the
     latency that of the loaded chase under a stream with as many bytes in flight and the kernel's
     share of writes (probe.chase_loaded; the idle chase where that is missing). Past one wave, each
@@ -167,10 +185,10 @@ def latency_term(ceil: Ceilings, l1: L1Traffic, dram: DramEstimate, load_bytes: 
     rate = in_flight_bytes / latency_s
     waits = refills * block_interval_s
     refill = f" + {refills:.0f} block refills x {block_interval_s * 1e9:.0f} ns" if waits else ""
-    total_s = load_bytes / rate + waits
+    total_s = load_bytes / rate + waits + fills[0]
     return Term("latency", total_s, load_bytes, load_bytes / total_s if total_s else rate,
                 f"Little's law: {in_flight_bytes / 2**20:.2f} MiB in flight / {latency_s * 1e9:.0f} ns "
-                f"(DRAM latency under this load: {ceil.loaded_latency_source or 'idle chase'}){refill}")
+                f"(DRAM latency under this load: {ceil.loaded_latency_source or 'idle chase'}){refill}{fills[1]}")
 
 
 def barrier_rounds_term(ceil: Ceilings, rounds: int, blocks_per_sm: int, exposed_s: float | None) -> Term | None:
