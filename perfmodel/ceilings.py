@@ -296,9 +296,19 @@ def split_store_pairs(data, times, l2_bytes: float):
     """probe.split_store past L2 under ncu, each shifted launch (offset off a sector: one sector
     shared by two warps per segment boundary, n / 32 of them) beside the aligned one at the same n and
     dist (the same scattered order, no shared sector): the bytes moved between the two writers (dist
-    warps: dist / 8 blocks at the kernel's 8 bytes a thread), the share of shared sectors lost (each
-    filled twice: DRAM reads past the aligned launch's / (2 x shared)), the fills and the time they add."""
+    warps apart, at the model's mean bytes a block: traffic.block_bytes), the share of shared sectors
+    lost (each filled twice: DRAM reads past the aligned launch's / (2 x shared)), the fills and the
+    time they add."""
     import pandas as pd
+
+    from .models.traffic import block_bytes
+    from .suite.registry import get
+
+    case = get("probe.split_store")
+
+    def between(p: dict) -> float:
+        launch = case.launch(case.bind(**p))
+        return block_bytes(launch, case.compulsory_bytes(case.bind(**p)), 0) * p["dist"] * 32 / launch.threads_per_block
 
     sel = data[(data.case == "probe.split_store") & (data.source == "ncu") & (data.metric == "dram__bytes_read.sum")]
     reads = sel.groupby(["case_id", "params"]).value.median().reset_index()
@@ -312,7 +322,8 @@ def split_store_pairs(data, times, l2_bytes: float):
         if not shifted or (aligned := rows.get((n, dist, False))) is None:
             continue
         fills = max(read - aligned[1], 0.0) / 32
-        out.append({"case_id": cid, "aligned_id": aligned[0], "n": n, "dist": dist, "between_bytes": 8.0 * 32 * dist,
+        out.append({"case_id": cid, "aligned_id": aligned[0], "n": n, "dist": dist,
+                    "between_bytes": between({"n": n, "dist": dist, "offset": 4}),
                     "lost": min(fills / (2 * n / 32), 1.0), "fills": fills, "added_s": t - aligned[2]})
     return pd.DataFrame(out)
 
@@ -324,8 +335,8 @@ PARTIAL_CALIBRATION_N = (1 << 25, 1 << 27)
 
 def partial_law(pairs) -> PartialLaw | None:
     """Fit PartialLaw to split_store_pairs: the loss's scale and shape by least squares on
-    ln(-ln(1 - lost)) against ln(between), the fill cost's power law in log-log, over pairs losing
-    1-99.9 % of their shared sectors."""
+    ln(-ln(1 - lost)) against ln(between) (losses clipped at 99.9 %), the fill cost's power law in
+    log-log, over the pairs losing at least 1 % of their shared sectors."""
     pairs = pairs[(pairs.lost >= 0.01) & (pairs.fills > 0)]
     if pairs.between_bytes.nunique() < 2:
         return None

@@ -253,10 +253,6 @@ class WrittenSectors:
     def partial(self) -> bool:  # L2 loses a sector in part (DRAM read-modify-write past L2)
         return self.partial_share >= MIN_LOST_SHARE
 
-    @property
-    def lost_late(self) -> float:  # of a block's sectors: lost before a later block completes them
-        return self.partial_share * self.completed_share
-
 
 # Below this share of a block's written sectors, L2's losses of sectors written in part are left out
 # (their fills are under 1 % of the writes: a row transpose's few off-sector row starts)
@@ -279,7 +275,7 @@ def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, p
                     lost: Callable[[float], float] | None = None, word_budget: int = 24_000_000,
                     row_budget: int = 2_000_000) -> WrittenSectors:
     """The middle block's written sectors, and for each the distance to the block that writes its last
-    word (blocks outward from it, in rings a sixteenth of the distance wide). A sector completed `d`
+    word (blocks outward from it, in rings a 64th of the distance wide). A sector completed `d`
     blocks later is lost first with the device's measured share at d x `per_block_bytes` of traffic
     between (`lost`; probe.split_store: 1 % at 2 MiB, 35 % at 16 MiB, all past 64 MiB - by that
     distance alone, at 128-512 MiB a buffer); without a curve, every sector not completed within
@@ -319,8 +315,9 @@ def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, p
     r = 0  # rings a 64th of the distance wide, densely up to `dense` blocks
     while r < dense and ((r < shared_reach and not shared) or (far and np.isinf(first).any())):
         end = min(dense, r + max(1, r // 64), r + max(1, row_budget // (2 * len(own))))
-        ks = np.arange(r + 1, min(end, shared_reach) if r < shared_reach else end + 1)
-        ks = ks if len(ks) else np.arange(r + 1, end + 1)
+        if r < shared_reach:  # the shared-line check ends at the reach
+            end = min(end, shared_reach)
+        ks = np.arange(r + 1, end + 1)
         w = seen(ks)
         r = int(ks[-1])
         first[np.isinf(first) & np.isin(words, w)] = r
@@ -341,7 +338,8 @@ def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, p
     later = part & np.isfinite(done)
     # two writers (the block and one other): the measured curve; pieces from more: all past the reach
     # (probe.piece_store's 8 pieces 256 blocks apart lose 0.35 %, the curve at the last one says 4 %)
-    two = later & (np.array([len(set(row)) for row in first.reshape(-1, 8)]) == 2) if far else later & False
+    writers = np.array([len(set(row)) for row in first.reshape(-1, 8)])
+    two = later & (writers == 2) if far else np.zeros_like(later)
     share = np.where(np.isfinite(done), (done > reach_blocks).astype(float), 1.0)
     between = np.where(two, done, 0.0) * per_block_bytes
     if two.any():
