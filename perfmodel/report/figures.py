@@ -168,3 +168,20 @@ def groups(df: pd.DataFrame, x: str, y: str, group: str, path: Path, title: str,
         ax.set_xscale("log", base=2)
     ax.legend(fontsize=7)
     return _save(fig, path)
+
+
+def partial_loss(points: pd.DataFrame, law: tuple[np.ndarray, np.ndarray], path: Path, title: str) -> str:
+    """Share of shared sectors lost against the bytes between their writers (log-log): measured points
+    (columns mib, lost, group; `open` draws a point hollow) and the fitted law's line."""
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for i, (g, d) in enumerate(points.groupby("group", sort=False)):
+        hollow = d.get("open", pd.Series(False, index=d.index)).astype(bool)
+        for sel, face in ((~hollow, f"C{i}"), (hollow, "none")):
+            if sel.any():
+                ax.scatter(d.mib[sel], d.lost[sel], s=28, marker="osd^v<>"[i % 7], facecolor=face,
+                           edgecolor=f"C{i}", label=f"{g} ({int(sel.sum())})")
+    ax.plot(law[0], law[1], "k-", lw=1.2, label="law fitted on the filled split_store points")
+    ax.set(xscale="log", yscale="log", xlabel="traffic between the two writers (MiB)",
+           ylabel="share of shared sectors lost", title=title, ylim=(1e-3, 1.5))
+    ax.legend(fontsize=7)
+    return _save(fig, path)

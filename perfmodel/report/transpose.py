@@ -73,6 +73,7 @@ def transpose_study(dev, data, table, ceil, folder: Path) -> Page:
             "arrays read and written (MiB)", "DRAM reads past the input, over the output (%)", group="block_rows",
             logx=True, marks=[(partition_mib, "one L2 partition"), (dev.l2_bytes / 2**20, "L2")])))
     page.text += _partial_sectors(table, folder, page) + _fill_map(table, folder, page) + _capped(table, folder, page)
+    page.text += _partial_law(data, table, ceil, dev.l2_bytes, folder, page)
     page.text += _swapped(table) + _replacement_law(dev, table, folder, page) + _xbar(data, table)
     t = table[(table.study == "transpose") & (table.kind == "time")]
     page.figures.append(("transpose bars", figures.bars(
@@ -195,14 +196,57 @@ def _partial_sectors(table: pd.DataFrame, folder: Path, page: Page) -> str:
             "the next block row, ~270 blocks later) it runs up to 44 % slower than into 3000- or "
             "3008-float rows at the same DRAM bytes, growing with the share of rows that start off a "
             "sector (below; h200_ragged_rows, h200_partial). A copy stored 4, 16 or 28 bytes off runs as "
-            "fast as an aligned one, whether the next warp completes the shared sector at once or a warp "
-            "2048-8192 warps (256-1024 blocks, up to 2 MiB of traffic) later - and reads nothing more "
-            "from DRAM (probe.split_store, h200_split); only 65536 warps later (16 MiB) has L2 lost a third "
-            "of the partial sectors first (DRAM +17 % both ways, 33 % slower). So the row transpose's loss "
-            "is not the partial sectors alone; what it is - the barrier between its loads and stores, "
-            "its 32 output rows 12 KB apart per block - is not found, and not modelled. The model keeps a "
-            "sector written in part as completed while less than half an L2 partition's traffic lies "
-            "between its writers, else charges a read-modify-write.")
+            "fast as an aligned one while the next warp completes the shared sector at once; with the second "
+            "writer further away (probe.split_store, h200_split and h200_split_sweep: 2-256 MiB of traffic "
+            "between) L2 loses a share of the shared sectors first that depends on that distance alone - the "
+            "same at 128, 256 and 512 MiB a buffer - and fills both pieces of each lost one from DRAM; "
+            "each fill costs the copy 120 ps at 2 MiB, 18 ps at 256 (below). The model fits both at 128 "
+            "and 512 MiB (ceilings.partial_law), judges each sector a block writes by the distance to its "
+            "last writer, and adds the fills' time to the memory system's terms: the copy's 256 MiB launches, "
+            "out of sample, within 14 % (the rest is their scattered store order), the wide transposes of "
+            "held-out set 22 (4-20 MiB between) DRAM reads 23 of 24 within 5 %. Nearer (figure below), the "
+            "tiled transposes' shared sectors lose more than the law: 2 MiB apart the calm kernels "
+            "(shared-memory, unpadded, capped at 2-4 blocks per SM) 0.6-1.6x the law, 0.25-1 MiB apart 1.5-7x "
+            "(a few tenths of a percent); the padded row transpose at 6-8 blocks per SM 1.2-4.6x at 2 MiB and "
+            "up to 40x nearer. The model leaves out losses under 1 % of a block's sectors (their fills are a "
+            "fraction of a percent of the bytes), so neither is in it; the padded kernel's, and their cost, "
+            "are the suite's largest time misses (below).")
+
+
+def partial_law_points(data: pd.DataFrame, table: pd.DataFrame, l2_bytes: float) -> pd.DataFrame:
+    """The loss law's evidence: probe.split_store's shared sectors lost by the bytes between their
+    writers (the sizes that calibrate the law filled, the others hollow), and the suite's tiled
+    transposes into rows off a sector: DRAM reads past the input over 2 x their shared output sectors,
+    the next block row (grid x blocks of 8 x TILE^2 bytes) away."""
+    from ..ceilings import PARTIAL_CALIBRATION_N, split_store_pairs
+    from ..measurements import median_times
+
+    pairs = split_store_pairs(data, median_times(data), l2_bytes)
+    split = pd.DataFrame({"mib": pairs.between_bytes / 2**20, "lost": pairs.lost, "group": "probe.split_store",
+                          "open": ~pairs.n.isin(PARTIAL_CALIBRATION_N)}) if len(pairs) else pd.DataFrame()
+    t = table[table.case.isin(["transpose.rows", "transpose.rows_capped", "transpose.smem"])
+              & table.metric.eq("dram_read_bytes") & table.kind.eq("counter")]
+    rows, cols, tile = param(t, "rows"), param(t, "cols"), param(t, "tile").fillna(32)
+    shared = shared_sectors(rows, cols, tile)
+    fast = t.case.isin(["transpose.rows", "transpose.rows_capped"]) & param(t, "pad").eq(1) & (blocks_per_sm(t) >= 6)
+    tr = pd.DataFrame({"mib": np.ceil(cols / tile) * 8 * tile**2 / 2**20,
+                       "lost": (t.measured - 4.0 * rows * cols) / 32 / (2 * shared),
+                       "group": np.where(fast, "padded row transpose, 6-8 blocks per SM", "other tiled transposes"),
+                       "open": False})[(shared > 2000).to_numpy()]
+    return pd.concat([split, tr], ignore_index=True)
+
+
+def _partial_law(data: pd.DataFrame, table: pd.DataFrame, ceil, l2_bytes: float, folder: Path, page: Page) -> str:
+    law = ceil.partial_law
+    points = partial_law_points(data, table, l2_bytes)
+    points = points[points.mib >= 0.1] if len(points) else points
+    if law is None or not len(points):
+        return ""
+    x = np.geomspace(0.1, 300, 200)
+    page.figures.append(("partial-sector law", figures.partial_loss(
+        points, (x, [law.lost(v * 2**20) for v in x]), folder / "partial_law.png",
+        "Sectors two writers share: lost before the second writes")))
+    return ""
 
 
 def capped_fills(table: pd.DataFrame) -> pd.DataFrame:
