@@ -623,7 +623,9 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         # block that writes a piece, at most once per sector written (probe.piece_store: 8 pieces a
         # sector, 72 % of the sectors filled once); a footprint that fits in L2 stays there, dirty
         rmw = int(min(shape.partial_share * pieces_written, compulsory[1] / SECTOR) * SECTOR)
-        compulsory = (compulsory[0] + rmw, compulsory[1])
+        # a lost sector of two writers goes back to DRAM once for each piece: one write more than whole
+        rewritten = int(rmw * shape.completed_share / 2)
+        compulsory = (compulsory[0] + rmw, compulsory[1] + rewritten)
         if shape.completed_share:
             notes.append(f"sectors two blocks write in part, {shape.between_bytes / 2**20:.1f} MiB of traffic apart: "
                          f"L2 loses {100 * shape.partial_share / shape.split_share:.0f} % of them first "

@@ -25,8 +25,8 @@ REASONS: list[tuple[str, str, str]] = [
                                       "(timing-dependent: shifted copies 3-7 % fewer requests, none where the "
                                       "warps are 8 or more apart, probe.split_store)"),
     ("dram_", "probe.split_store", "partial sectors L2 loses before their second writer (the loss law, fitted "
-                                   "at 128/512 MiB a buffer): L2 writes back some of them twice (+27-49 % of "
-                                   "the fills in writes), the model once"),
+                                   "at 128/512 MiB a buffer): L2 writes back 0.27-0.68 more per fill, the "
+                                   "model 0.5 (each lost sector's two pieces written back apart)"),
     ("dram_", "probe.piece_store", "pieces completed ~14k blocks later: L2 filled 72 % of the sectors and wrote "
                                    "them back twice; the model reads each once and writes once"),
     ("l2_write_", "probe.piece_store", "the 8 warps of a block writing word k of the same 32 sectors after one "
