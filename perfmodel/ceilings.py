@@ -307,8 +307,9 @@ def split_store_pairs(data, times, l2_bytes: float):
     case = get("probe.split_store")
 
     def between(p: dict) -> float:
-        launch = case.launch(case.bind(**p))
-        return block_bytes(launch, case.compulsory_bytes(case.bind(**p)), 0) * p["dist"] * 32 / launch.threads_per_block
+        bound = case.bind(**p)
+        launch = case.launch(bound)
+        return block_bytes(launch, case.compulsory_bytes(bound), 0) * p["dist"] * 32 / launch.threads_per_block
 
     sel = data[(data.case == "probe.split_store") & (data.source == "ncu") & (data.metric == "dram__bytes_read.sum")]
     reads = sel.groupby(["case_id", "params"]).value.median().reset_index()

@@ -195,8 +195,7 @@ def replay_source(case: str, params: dict[str, int], device: str = "h200"):
 def predicted_read_bytes(case: str, params: dict[str, int], grid: tuple[int, int, int], resident: int,
                          device: str = "h200") -> tuple[float, str] | None:
     """DRAM reads of `case` replayed over `replay_source`'s schedule (`borrowed`), with a note; None
-    where it has none. On the held-out sets' 25 such matmuls before held-out 21, never placed: 22 % off
-    on average where the linear share (traffic.reread_miss) was 43 % (experiments/study_b_replay.py)."""
+    where it has none. Against the held-out sets' band matmuls, never placed: `band_errors(held_out_band())`."""
     src = replay_source(case, params, device)
     if src is None:
         return None
@@ -246,3 +245,35 @@ def against_ncu(data, device: str = "h200"):
             row[f"ncu_{field}"] = counted.get((cid, metric), float("nan"))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def band_errors(cases, device: str = "h200"):
+    """(case, params, measured DRAM read bytes) -> per case the model replays (replay_source), the
+    model's error and the linear share's (rule_read_bytes), as fractions."""
+    import pandas as pd
+
+    from .models import predict
+
+    rows = [{"case_id": case_id(case, p), "replay": predict(case, device, **p).dram_read_bytes / measured - 1,
+             "rule": rule_read_bytes(case, p, device) / measured - 1}
+            for case, p, measured in cases if replay_source(case, p, device) is not None]
+    return pd.DataFrame(rows, columns=["case_id", "replay", "rule"])
+
+
+def held_out_band(device: str = "h200", b_bytes: tuple[int, int] = (20 << 20, 64 << 20)) -> list[tuple]:
+    """(case, params, ncu's DRAM read bytes) of the held-out sets' tiled and coarsened matmuls whose B
+    lies in `b_bytes` (none of them placed)."""
+    import json
+
+    from .holdout import HOLDOUT_DIR, sets
+    from .measurements import load
+
+    out = []
+    for name in sets():
+        data = load(lookup(device).key, HOLDOUT_DIR / name)
+        sel = data[data.source.eq("ncu") & data.metric.eq(NCU["dram_read_bytes"]) & data.case.isin(REPLAYED)]
+        for (case, params), g in sel.groupby(["case", "params"]):
+            p = json.loads(params)
+            if b_bytes[0] <= 4 * p["k"] * p["n"] <= b_bytes[1]:
+                out.append((case, p, float(g.value.median())))
+    return out

@@ -253,6 +253,10 @@ class WrittenSectors:
     def partial(self) -> bool:  # L2 loses a sector in part (DRAM read-modify-write past L2)
         return self.partial_share >= MIN_LOST_SHARE
 
+    @property
+    def split_lost(self) -> float:  # of the sectors other writers complete, those L2 loses first
+        return self.partial_share / self.split_share if self.split_share else 0.0
+
 
 # Below this share of a block's written sectors, L2's losses of sectors written in part are left out
 # (their fills are under 1 % of the writes: a row transpose's few off-sector row starts)
@@ -610,8 +614,7 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     written = pieces_written
     if closed_form:  # sectors other blocks complete are first written once, unless L2 lost them first
         once = min(written, compulsory[1] / SECTOR)
-        lost = shape.partial_share / shape.split_share if partial and shape.split_share else 0.0
-        written = once + (written - once) * lost
+        written = once + (written - once) * (shape.split_lost if partial else 0.0)
     if not closed_form:
         granules_read = chunks[0] * launch.blocks + shared_chunks[0]  # shared ones once: L2 holds them
         reads = int(granules_read * gran) if not math.isnan(granules_read) else l2_read
@@ -628,7 +631,7 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         compulsory = (compulsory[0] + rmw, compulsory[1] + rewritten)
         if shape.completed_share:
             notes.append(f"sectors two blocks write in part, {shape.between_bytes / 2**20:.1f} MiB of traffic apart: "
-                         f"L2 loses {100 * shape.partial_share / shape.split_share:.0f} % of them first "
+                         f"L2 loses {100 * shape.split_lost:.0f} % of them first "
                          "(measured, probe.split_store) and reads each piece from DRAM to write it back")
         else:
             notes.append("partially written sectors: read-modify-write in DRAM")

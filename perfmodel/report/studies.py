@@ -265,7 +265,7 @@ def _placement(table: pd.DataFrame, folder: Path, page: Page) -> str:
 def _b_replay(data, folder: Path, page: Page) -> str:
     """The B band's DRAM reads replayed through the two L2 partitions over each recorded schedule, beside
     the model's rule, against ncu (a figure), and a summary."""
-    from ..l2replay import against_ncu
+    from ..l2replay import against_ncu, band_errors, held_out_band
 
     t = against_ncu(data)
     if t.empty:
@@ -279,6 +279,7 @@ def _b_replay(data, folder: Path, page: Page) -> str:
                  "own recorded schedule replayed / ncu": list(rep)},
         folder / "matmul_b_replay.png", "DRAM reads of tiled and coarsened matmuls with B of 20-64 MiB over ncu's: "
         "the model's linear share, and each launch's recorded schedule replayed", "predicted / measured")))
+    held = band_errors(held_out_band())
     far = t[t.tile.eq(16) & t.b_mib.between(44, 49)].dropna(subset=["ncu_far_hit_sectors"])
     times = far.far_hit_sectors.sum() / max(far.ncu_far_hit_sectors.sum(), 1)
     return (f" Why TILE 16 loses more of B than TILE 32, COARSE 8 more than both (figure 'B band replayed'): the"
@@ -292,8 +293,9 @@ def _b_replay(data, folder: Path, page: Page) -> str:
             " partition, fabric crossings) within 31 % past 28 MiB (perfmodel.l2replay). It misses where the"
             f" H200 loses lines the replay keeps: TILE 16 with B of 45-48 MiB finds {times:.1f}x"
             " ncu's home hits after crossing. The model replays the schedule recorded at another shape of the"
-            f" same kernel (the largest): {100 * (borrowed - 1).abs().mean():.0f} % off on these, 22 % on the"
-            " held-out sets' 25 never placed where the linear share was 43 % (experiments/study_b_replay.py).")
+            f" same kernel (the largest): {100 * (borrowed - 1).abs().mean():.0f} % off on these, "
+            f"{100 * held.replay.abs().mean():.0f} % on the held-out sets' {len(held)} never placed where the linear"
+            f" share is {100 * held.rule.abs().mean():.0f} % (experiments/study_b_replay.py).")
 
 
 MATMUL_SIZES = r"k=\d+,m=\d+,n=\d+,?"  # a matmul case id's sizes: what is left names its variant

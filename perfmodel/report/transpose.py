@@ -102,6 +102,12 @@ def blocks_per_sm(t: pd.DataFrame) -> pd.Series:
     return param(t, "blocks_per_sm").fillna(8)
 
 
+def padded_fast(t: pd.DataFrame) -> pd.Series:
+    """The padded row transpose at 6-8 blocks per SM (plain or capped): the kernel that loses far more
+    of its shared sectors than the others."""
+    return t.case.isin(["transpose.rows", "transpose.rows_capped"]) & param(t, "pad").eq(1) & (blocks_per_sm(t) >= 6)
+
+
 def reads_and_time(table: pd.DataFrame, cases: list[str]) -> pd.DataFrame:
     """One row per case of `cases` with both its DRAM reads (ncu) and its time: predicted, measured and
     relative error of each, columns (value, metric); case, case_id and params beside them."""
@@ -228,7 +234,7 @@ def partial_law_points(data: pd.DataFrame, table: pd.DataFrame, l2_bytes: float)
               & table.metric.eq("dram_read_bytes") & table.kind.eq("counter")]
     rows, cols, tile = param(t, "rows"), param(t, "cols"), param(t, "tile").fillna(32)
     shared = shared_sectors(rows, cols, tile)
-    fast = t.case.isin(["transpose.rows", "transpose.rows_capped"]) & param(t, "pad").eq(1) & (blocks_per_sm(t) >= 6)
+    fast = padded_fast(t)
     tr = pd.DataFrame({"mib": np.ceil(cols / tile) * 8 * tile**2 / 2**20,
                        "lost": (t.measured - 4.0 * rows * cols) / 32 / (2 * shared),
                        "group": np.where(fast, "padded row transpose, 6-8 blocks per SM", "other tiled transposes"),
@@ -361,7 +367,7 @@ def partial_refills(l2_bytes: float, table: pd.DataFrame) -> pd.DataFrame:
            + shared_sectors(cols, rows, tile) * np.minimum(in_apart, 1))
     name = np.where(t.case.eq("transpose.smem"), "shared-memory TILE " + tile.astype(int).astype(str),
                     t.case.str.replace("transpose.", "", regex=False))
-    fast = t.case.isin(["transpose.rows", "transpose.rows_capped"]) & pad.eq(1) & (blocks_per_sm(t) >= 6)
+    fast = padded_fast(t)
     out = pd.DataFrame({"kernel": np.where(fast, "padded row transpose, >= 6 blocks per SM", name + ", pad " +
                                            pad.astype(int).astype(str)),
                         "case_id": t.case_id, "array_mib": 4.0 * rows * cols / 2**20, "law_sectors": law,
