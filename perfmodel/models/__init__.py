@@ -23,6 +23,7 @@ from ..measurements import load
 from ..memory import analyse
 from ..occupancy import occupancy
 from ..sass import functions
+from ..store_order import store_spread
 from .base import Prediction, Term
 from .issue import warp_instructions
 from .time import (
@@ -180,9 +181,12 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                   and a.l1_cached and not block_invariant(a, launch))
     combine = ceil.l1_store_combine_share.value if ceil.l1_store_combine_share else 0.0
     compulsory = case.compulsory_bytes(p)
+    # blocks that store after a barrier write at the end of their lives, whose lengths spread
+    order = store_spread(dev.key) if case.sync_after_loads else None
     below = below_l1(dev, accesses, launch, l1, compulsory, resident, case.model, p, ceil.l2_loss,
                      l1_share, varying, combine, coresidency_law(dev.key),
-                     ceil.partial_law.lost if ceil.partial_law else None)
+                     ceil.partial_law.lost if ceil.partial_law else None,
+                     order.blocks(blocks_per_sm, dev.sm_count) if order else None)
     dram, req = below.dram, below.requests
     if (replayed := predicted_read_bytes(case_name, p, launch.grid, resident, dev.key)) is not None:
         # B between the L2 partitions: the recorded schedule replayed, not the linear share
@@ -227,8 +231,11 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     # writes still dirty in L2 at the end. Not taken out of the DRAM time: the barrier-phase rule was
     # chosen with every write charged (without them: MAPE 6.9 -> 7.7 % on those kernels, any rule).
     held = ceil.l2_dirty_at_end_bytes.value if ceil.l2_dirty_at_end_bytes else 0.0
-    dirty = dirty_at_end(dram.read_bytes, dram.write_bytes, held, below.rmw_read_bytes > 0,
-                         slowest.name in IN_SM, below.written.per_line)
+    # sectors of one writer left in part go back as read-modify-writes; those a second writer
+    # completes are whole again and stay dirty like a stream's (split_store, padded row transposes)
+    pieces_left = below.rmw_read_bytes > 0 and not below.written.completed_share
+    dirty = dirty_at_end(dram.read_bytes, dram.write_bytes, held, pieces_left, slowest.name in IN_SM,
+                         below.written.per_line)
     if dirty:
         notes.append(f"{dirty / 2**20:.1f} MiB of the writes still dirty in L2 at the end (not in ncu's count)")
     if slowest.name in IN_SM:

@@ -275,14 +275,27 @@ def partial_reach_blocks(dev: DeviceSpec, launch: Launch, compulsory: tuple[int,
     return max(1, int(dev.l2_partition_bytes / 2 / max(block_bytes(launch, compulsory, l1_bytes), 1.0)))
 
 
+def lost_at(lost: Callable[[float], float], blocks_later: float, per_block_bytes: float,
+            spread_blocks: np.ndarray | None = None) -> tuple[float, float]:
+    """(share L2 loses, mean bytes between the writers of those it loses) of sectors completed
+    `blocks_later` blocks later in launch order; where the writers' store order spreads, over the
+    recorded spread (store_order.StoreSpread: quantiles, in blocks)."""
+    offsets = np.zeros(1) if spread_blocks is None else spread_blocks
+    between = np.abs(blocks_later + offsets) * per_block_bytes
+    shares = np.array([lost(b) for b in between])
+    share = float(shares.mean())
+    return share, float((shares * between).sum() / shares.sum()) if share else 0.0
+
+
 def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, per_block_bytes: float = 0.0,
-                    lost: Callable[[float], float] | None = None, word_budget: int = 24_000_000,
-                    row_budget: int = 2_000_000) -> WrittenSectors:
+                    lost: Callable[[float], float] | None = None, spread_blocks: np.ndarray | None = None,
+                    word_budget: int = 24_000_000, row_budget: int = 2_000_000) -> WrittenSectors:
     """The middle block's written sectors, and for each the distance to the block that writes its last
     word (blocks outward from it, in rings a 64th of the distance wide). A sector completed `d`
     blocks later is lost first with the device's measured share at d x `per_block_bytes` of traffic
     between (`lost`; probe.split_store: 1 % at 2 MiB, 35 % at 16 MiB, all past 64 MiB - by that
-    distance alone, at 128-512 MiB a buffer); without a curve, every sector not completed within
+    distance alone, at 128-512 MiB a buffer), over the spread of the writers' store order where
+    given (`spread_blocks`, lost_at); without a curve, every sector not completed within
     `reach_blocks`. Sectors never completed are lost. Also the sectors it fills per line where no
     block within `reach_blocks` writes further sectors of its lines (lines that others share are
     taken as completed, as the naive transpose's are by blocks up to 32 rows away)."""
@@ -345,9 +358,10 @@ def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, p
     writers = np.array([len(set(row)) for row in first.reshape(-1, 8)])
     two = later & (writers == 2) if far else np.zeros_like(later)
     share = np.where(np.isfinite(done), (done > reach_blocks).astype(float), 1.0)
-    between = np.where(two, done, 0.0) * per_block_bytes
+    between = np.zeros(len(done))
     if two.any():
-        share[two] = [lost(b) for b in between[two]]
+        share[two], between[two] = zip(*(lost_at(lost, d, per_block_bytes, spread_blocks) for d in done[two]),
+                                       strict=True)
     curve = share[two].sum()
     mean_between = float((share[two] * between[two]).sum() / curve) if curve else 0.0
     return WrittenSectors(float(share.mean()), per_line, float(part.mean()),
@@ -420,7 +434,7 @@ def dirty_at_end(read_bytes: float, write_bytes: float, held_bytes: float, parti
     store_lines: ~5 MB left, not 40). A kernel bound inside the SM leaves DRAM idle, and L2 writes
     its lines back - except where its reads fit beside them: then L2 evicts nothing and the room
     its reads leave stays dirty (matmul at 2048: 6.8-8.7 MB measured, 6.4 MB this way). Sectors
-    written in part go to DRAM as read-modify-writes during the kernel: not counted here."""
+    left in part (`partial`) go to DRAM as read-modify-writes during the kernel: none counted here."""
     if partial or not read_bytes + write_bytes:
         return 0.0
     line = 128.0
@@ -574,13 +588,15 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
              pass_loss: Callable[[float], float | None] = lambda footprint: None,
              l1_share_bytes: float = math.inf, varying_sectors: float = 0.0,
              combine_share: float = 0.0, coresidency: CoResidency | None = None,
-             partial_lost: Callable[[float], float] | None = None) -> Traffic:
+             partial_lost: Callable[[float], float] | None = None,
+             store_spread_blocks: np.ndarray | None = None) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block; `varying_sectors`:
     the exact L1 sectors of the loads that differ by block, which the sampled reuse scales). Writes: every
     store sector, or per block and line where L1 combines them. DRAM: compulsory bytes (or, with no
     closed form, the distinct DRAM granules read), read-modify-writes for sectors written in part
     past L2's capacity (`partial_lost`: the device's measured share lost by the traffic between two
-    writers), and the matmul reuse model."""
+    writers, whose store order spreads by `store_spread_blocks` where given), and the matmul reuse
+    model."""
     notes = []
     gran = dev.arch.dram_granule_bytes
     closed_form = compulsory != (0, 0)  # else: DRAM reads are the distinct granules the blocks read
@@ -609,7 +625,7 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     pieces_written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
     moved = l1.load_bytes + l1.store_bytes
     shape = written_sectors(accesses, launch, partial_reach_blocks(dev, launch, compulsory, moved),
-                            block_bytes(launch, compulsory, moved), partial_lost)
+                            block_bytes(launch, compulsory, moved), partial_lost, store_spread_blocks)
     partial = shape.partial
     written = pieces_written
     if closed_form:  # sectors other blocks complete are first written once, unless L2 lost them first
