@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -63,17 +61,11 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
-    raw = a.out / "ncu_fills.csv"
-    subprocess.run(["ncu", "--clock-control", "none", "--cache-control", "none", "-k", "regex:^transpose_naive$",
-                    "--csv", "--page", "raw", "--metrics", ",".join(METRICS), "--log-file", str(raw),
-                    sys.executable, __file__, "--worker"], check=True, timeout=600)
     from perfmodel.suite.campaign import provenance
+    from perfmodel.suite.profile import profile_script
 
+    rows = profile_script(__file__, "^transpose_naive$", METRICS, a.out / "ncu_fills.csv", [])
     prov = provenance(time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
-    lines = raw.read_text().splitlines()
-    rows = list(csv.DictReader(io.StringIO("\n".join(lines[next(i for i, s in enumerate(lines)
-                                                                 if s.startswith('"ID"')):]))))
-    rows = [x for x in rows if x["ID"].isdigit()]
     launches = [(n, r, s) for n, r in CASES for s in STATES]
     if len(rows) != len(launches):
         sys.exit(f"{len(rows)} profiled launches, {len(launches)} expected")

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -112,20 +110,14 @@ def main() -> None:
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
-    raw = a.out / "ncu_order.csv"
+    from perfmodel.suite.campaign import provenance
+    from perfmodel.suite.profile import profile_script
+
     print("profiling the stamped kernels under ncu", file=sys.stderr, flush=True)
-    subprocess.run(["ncu", "--clock-control", "none", "--cache-control", "none", "-k", "regex:stamped",
-                    "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(METRICS),
-                    "--log-file", str(raw), sys.executable, __file__, "--worker", "ncu", "--out", str(a.out)],
-                   check=True, timeout=400)
+    recs = profile_script(__file__, "stamped", METRICS, a.out / "ncu_order.csv", ["ncu", "--out", str(a.out)], 400)
     print("timing plain and stamped kernels", file=sys.stderr, flush=True)
     worker(a.out, profiled=False)
-    from perfmodel.suite.campaign import provenance
-
     prov = provenance(time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
-    lines = raw.read_text().splitlines()
-    start = next(i for i, s in enumerate(lines) if s.startswith('"ID"'))
-    recs = [x for x in csv.DictReader(io.StringIO("\n".join(lines[start:]))) if x["ID"].isdigit()]
     if len(recs) != len(CASES):
         sys.exit(f"{len(recs)} profiled launches, {len(CASES)} expected")
     with open(a.out / "times.csv") as f:

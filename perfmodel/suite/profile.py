@@ -6,6 +6,8 @@ cases in order and writes a manifest; ncu's rows are matched to it by launch ord
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
 import sys
@@ -157,6 +159,31 @@ def run_ncu(plan: str, select: str, workdir: Path, metrics: list[str], timeout_s
     return raw
 
 
+def table_start(lines: list[str]) -> int | None:
+    """The line of ncu's raw CSV header (what ncu and the profiled program printed before it skipped)."""
+    return next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+
+
+def raw_launches(raw: Path) -> list[dict[str, str]]:
+    """One dict of ncu's raw columns per profiled launch, in launch order."""
+    lines = raw.read_text().splitlines()
+    start = table_start(lines)
+    if start is None:
+        return []
+    return [r for r in csv.DictReader(io.StringIO("\n".join(lines[start:]))) if r["ID"].isdigit()]
+
+
+def profile_script(script: str, kernel_regex: str, metrics: list[str], raw: Path, worker_args: list[str],
+                   timeout_s: int = 600) -> list[dict[str, str]]:
+    """Run `python script --worker ARGS` under ncu without its clock or cache control (the script
+    flushes L2 itself), profiling the kernels that match `kernel_regex`: raw_launches of its log."""
+    subprocess.run(["ncu", "--clock-control", "none", "--cache-control", "none", "-k", f"regex:{kernel_regex}",
+                    "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(metrics),
+                    "--log-file", str(raw), sys.executable, script, "--worker", *worker_args],
+                   check=True, timeout=timeout_s)
+    return raw_launches(raw)
+
+
 def parse(raw: Path, manifest: Path) -> list[Measurement]:
     """ncu's raw CSV (one row per launch) -> tidy rows matched to the manifest by launch order."""
     import pandas as pd
@@ -164,12 +191,10 @@ def parse(raw: Path, manifest: Path) -> list[Measurement]:
     if not raw.exists() or not manifest.exists():
         return []
     lines = raw.read_text().splitlines()
-    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    start = table_start(lines)
     if start is None:
         return []
-    from io import StringIO
-
-    df = pd.read_csv(StringIO("\n".join(lines[start:])))
+    df = pd.read_csv(io.StringIO("\n".join(lines[start:])))
     df = df[pd.to_numeric(df["ID"], errors="coerce").notna()].reset_index(drop=True)
     launched = [m for m in json.loads(manifest.read_text()) if "failed" not in m]
     writeback = manifest.name == f"manifest_{WRITEBACK}.json"
