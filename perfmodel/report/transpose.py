@@ -221,9 +221,9 @@ def _partial_sectors(table: pd.DataFrame, folder: Path, page: Page) -> str:
             "tiled transposes' shared sectors lose more than the law: 2 MiB apart the calm kernels "
             "(shared-memory, unpadded, capped at 2-4 blocks per SM) 0.6-1.6x the law, 0.25-1 MiB apart 1.5-7x "
             "(a few tenths of a percent); the padded row transpose at 6-8 blocks per SM 1.2-4.6x at 2 MiB and "
-            "up to 40x nearer. The model leaves out losses under 1 % of a block's sectors (their fills are a "
-            "fraction of a percent of the bytes), so neither is in it; the padded kernel's, and their cost, "
-            "are the suite's largest time misses (below).")
+            "up to 40x nearer - at launch order's distance; by the order its blocks write in, the padded "
+            "kernel follows the law (below). The model leaves out losses under 1 % of a block's sectors (their "
+            "fills are a fraction of a percent of the bytes).")
 
 
 def partial_law_points(data: pd.DataFrame, table: pd.DataFrame, l2_bytes: float) -> pd.DataFrame:
@@ -348,7 +348,8 @@ def _swapped(table: pd.DataFrame) -> str:
             f"The swapped kernels' DRAM reads past the input ({swap.extra_reads_per_block.min():.2f}-"
             f"{swap.extra_reads_per_block.max():.2f} sectors a block) are input sectors two blocks read in part, "
             "now a tile column apart (below). A ragged transpose should order its blocks along the output rows; the "
-            "model, which has no store timing, predicts the ordered kernel.")
+            "model spreads the swapped kernel's store order as the plain one's (above), so it loses their shared "
+            "sectors as the law says at those distances and is slow where they are many.")
 
 
 def partial_refills(l2_bytes: float, table: pd.DataFrame) -> pd.DataFrame:
@@ -402,8 +403,8 @@ def _replacement_law(dev, table: pd.DataFrame, folder: Path, page: Page) -> str:
             "of blocks apart, input sectors a tile column apart where the grid is swapped - measured over that "
             f"{q[0.5]:.2f}x at the median, {q[0.1]:.2f}-{q[0.9]:.2f}x for 8 in 10, with nothing fitted; the "
             f"padded row transpose at 6-8 blocks per SM loses {fast.ratio.min():.1f}-{fast.ratio.max():.1f}x "
-            "that. Not in the model, which keeps such sectors whole below half an L2 partition's traffic: "
-            f"their bytes are at most {100 * share.max():.1f} % of those kernels' DRAM reads.")
+            "that. The model uses the split_store law (above), not this rule: these sectors' bytes are at most "
+            f"{100 * share.max():.1f} % of those kernels' DRAM reads.")
 
 
 XBAR_STALL = "l1tex__m_l1tex2xbar_req_cycles_stalled"  # cycles an L1 has a request the crossbar refuses
@@ -453,4 +454,5 @@ def _xbar(data: pd.DataFrame, table: pd.DataFrame) -> str:
             f"2-4 blocks per SM - at most {g['other'].stall_avg_pct.max():.1f} %. But the same kernels capped at "
             f"6-8 blocks behind unused shared memory lose as much ({span(g['capped'].error, 100, '+.0f')} %) "
             f"stalling {span(g['capped'].stall_avg_pct, 1, '.2f')} %: L2's push-back goes with these fills, it is "
-            "not what they cost. What they cost is not found, and the model has no term for it.")
+            "not what they cost. Why each of their fills costs them about twice what it costs the copy the "
+            "loss law was fitted on is not found.")
