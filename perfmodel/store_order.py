@@ -8,18 +8,20 @@ from the recorded spread. Kept per blocks per SM in units of the blocks resident
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from .devices import device
 from .measurements import DATA_DIR
 
 QUANTILES = 64
 # the launches the spread is read from: the suite's worst-predicted padded row transpose, at 2-8 blocks
 # per SM; the other recorded shapes (3001 x 8556, 9001 x 4278) test it (tests/test_store_order.py)
 CALIBRATION = "rows_9001x8556"
-SMS_RECORDED = 132  # the H200's SMs: the recorded launches' resident blocks are blocks per SM x this
+TILE_BLOCK_BYTES = 8 * 32 * 32  # a row transpose block's traffic: its 32 x 32 float tile read and written
 
 
 @dataclass(frozen=True)
@@ -81,11 +83,12 @@ class StoreSpread:
 def store_spread(device_key: str) -> StoreSpread | None:
     """The spread read off the calibration launches (the ncu-profiled ones); None where none is recorded."""
     q = (np.arange(QUANTILES) + 0.5) / QUANTILES
+    sms = device(device_key).sm_count  # the recorded launches' resident blocks: blocks per SM x SMs
     offsets = {}
     for s in recorded(device_key):
         if s.name.startswith(CALIBRATION + "_b") and not s.swapped:
             partner = -(-s.cols // 32)  # the block that completes a shared sector: the next tile row
-            offsets[s.blocks_per_sm] = np.quantile(spread(s.tickets, partner), q) / (s.blocks_per_sm * SMS_RECORDED)
+            offsets[s.blocks_per_sm] = np.quantile(spread(s.tickets, partner), q) / (s.blocks_per_sm * sms)
     if not offsets:
         return None
     return StoreSpread(offsets, f"stamped transpose.rows {CALIBRATION.split('_')[1]} at "
@@ -113,7 +116,7 @@ def measured_lost(s: StoredLaunch) -> float:
     return (s.metrics["dram__bytes_read.sum"] - 4.0 * s.rows * s.cols) / (2 * 32) / shared_sectors(s)
 
 
-def lost_at_tickets(s: StoredLaunch, lost, block_bytes: float) -> float:
+def lost_at_tickets(s: StoredLaunch, lost: Callable[[float], float], block_bytes: float = TILE_BLOCK_BYTES) -> float:
     """The loss law's share (`lost(bytes between)`) at the distances the writers' tickets put between them."""
     d = partner_distance(s)
     between = np.abs(s.tickets[d:] - s.tickets[:-d]) * block_bytes

@@ -7,9 +7,11 @@ import numpy as np
 import pytest
 
 from perfmodel.ceilings import ceilings
+from perfmodel.devices import device
 from perfmodel.models.traffic import lost_at
 from perfmodel.store_order import (
     CALIBRATION,
+    TILE_BLOCK_BYTES,
     lost_at_tickets,
     measured_lost,
     partner_distance,
@@ -17,8 +19,6 @@ from perfmodel.store_order import (
     spread,
     store_spread,
 )
-
-BLOCK_BYTES = 8 * 32 * 32  # a 32 x 32 tile read and written
 
 
 @pytest.fixture(scope="module")
@@ -56,13 +56,13 @@ def test_lost_share_follows_the_law_at_the_order_blocks_write(launches):
         if s.swapped or s.rows % 8 == 0:
             continue
         measured = measured_lost(s)
-        at_tickets = lost_at_tickets(s, law.lost, BLOCK_BYTES) / measured
+        at_tickets = lost_at_tickets(s, law.lost) / measured
         assert 0.9 <= at_tickets <= 1.7, (s.name, at_tickets)
         if s.name.startswith(CALIBRATION):
             continue
-        spread_blocks = order.blocks(s.blocks_per_sm, 132)
-        modelled = lost_at(law.lost, partner_distance(s), BLOCK_BYTES, spread_blocks)[0] / measured
-        launch = law.lost(partner_distance(s) * BLOCK_BYTES) / measured
+        spread_blocks = order.blocks(s.blocks_per_sm, device("h200").sm_count)
+        modelled = lost_at(law.lost, partner_distance(s), TILE_BLOCK_BYTES, spread_blocks)[0] / measured
+        launch = law.lost(partner_distance(s) * TILE_BLOCK_BYTES) / measured
         assert 0.9 <= modelled <= 2.0, (s.name, modelled)
         if s.blocks_per_sm == 8:
             assert launch < 0.5 and abs(np.log(modelled)) < abs(np.log(launch)), (s.name, launch, modelled)
@@ -78,7 +78,7 @@ def test_swapped_grids_lose_less_than_their_order_says_a_known_gap(launches):
     assert len(swapped) >= 2
     for s in swapped:
         assert np.median(np.abs(np.diff(s.tickets))) > 100, s.name
-        assert measured_lost(s) < 0.2 * lost_at_tickets(s, law.lost, BLOCK_BYTES), s.name
+        assert measured_lost(s) < 0.2 * lost_at_tickets(s, law.lost), s.name
 
 
 def test_the_stamp_costs_little_where_the_order_matters(launches):

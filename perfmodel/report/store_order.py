@@ -11,6 +11,7 @@ import pandas as pd
 from ..models.traffic import lost_at
 from ..store_order import (
     CALIBRATION,
+    TILE_BLOCK_BYTES,
     lost_at_tickets,
     measured_lost,
     partner_distance,
@@ -19,8 +20,6 @@ from ..store_order import (
 )
 from . import figures
 from .page import Page
-
-TILE_BYTES = 8 * 32 * 32  # a row transpose block's traffic: its 32 x 32 tile read and written
 
 
 def order_table(device_key: str, lost, sms: int) -> pd.DataFrame:
@@ -32,11 +31,11 @@ def order_table(device_key: str, lost, sms: int) -> pd.DataFrame:
         if s.rows % 8 == 0:
             continue  # rows on a sector: nothing shared
         d = partner_distance(s)
-        model = lost_at(lost, d, TILE_BYTES, spread.blocks(s.blocks_per_sm, sms))[0] if spread else np.nan
+        model = lost_at(lost, d, TILE_BLOCK_BYTES, spread.blocks(s.blocks_per_sm, sms))[0] if spread else np.nan
         rows.append({"launch": s.name, "shape": f"{'swapped ' if s.swapped else ''}{s.rows} x {s.cols}",
                      "blocks_per_sm": s.blocks_per_sm, "calibration": s.name.startswith(CALIBRATION),
-                     "measured": measured_lost(s), "launch_order": lost(d * TILE_BYTES),
-                     "tickets": lost_at_tickets(s, lost, TILE_BYTES), "model": model})
+                     "measured": measured_lost(s), "launch_order": lost(d * TILE_BLOCK_BYTES),
+                     "tickets": lost_at_tickets(s, lost), "model": model})
     return pd.DataFrame(rows)
 
 
