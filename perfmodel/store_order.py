@@ -87,8 +87,7 @@ def store_spread(device_key: str) -> StoreSpread | None:
     offsets = {}
     for s in recorded(device_key):
         if s.name.startswith(CALIBRATION + "_b") and not s.swapped:
-            partner = -(-s.cols // 32)  # the block that completes a shared sector: the next tile row
-            offsets[s.blocks_per_sm] = np.quantile(spread(s.tickets, partner), q) / (s.blocks_per_sm * sms)
+            offsets[s.blocks_per_sm] = np.quantile(spread(s.tickets, partner_distance(s)), q) / (s.blocks_per_sm * sms)
     if not offsets:
         return None
     return StoreSpread(offsets, f"stamped transpose.rows {CALIBRATION.split('_')[1]} at "
@@ -101,19 +100,24 @@ def partner_distance(s: StoredLaunch) -> int:
     return 1 if s.swapped else -(-s.cols // 32)
 
 
-def shared_sectors(s: StoredLaunch) -> int:
-    """Output sectors two blocks each write in part: a tile boundary inside an output row (`rows`
-    floats long) that does not fall on a sector."""
-    grid_x, grid_y = -(-s.cols // 32), -(-s.rows // 32)
-    bx, by, r = np.meshgrid(np.arange(grid_x), np.arange(1, grid_y), np.arange(32), indexing="ij")
-    out_row = bx * 32 + r
-    return int((((out_row * s.rows + by * 32) % 8 != 0) & (out_row < s.cols)).sum())
+def off_sector_share(rows) -> np.ndarray:
+    """The share of output rows `rows` floats long (a number or a Series of them) that start off a
+    32-byte sector (row starts move 4 * rows bytes, modulo 32, from one to the next)."""
+    pitch = (4 * np.atleast_1d(np.asarray(rows))) % 32
+    return np.array([1 - 1 / (32 // np.gcd(int(b), 32)) if b else 0.0 for b in pitch])
+
+
+def shared_sectors(rows, cols, tile=32):
+    """Sectors two blocks of a tiled transpose each write in part: one per tile boundary inside an
+    output row (`rows` floats long, `cols` of them) where the row starts off a sector (numbers or Series)."""
+    return cols * (np.ceil(rows / tile) - 1) * off_sector_share(rows)
 
 
 def measured_lost(s: StoredLaunch) -> float:
     """The share of the shared sectors L2 lost first: DRAM reads past the input (ncu) over two fills
     (one for each piece) per shared sector."""
-    return (s.metrics["dram__bytes_read.sum"] - 4.0 * s.rows * s.cols) / (2 * 32) / shared_sectors(s)
+    shared = float(shared_sectors(s.rows, s.cols)[0])
+    return (s.metrics["dram__bytes_read.sum"] - 4.0 * s.rows * s.cols) / (2 * 32) / shared
 
 
 def lost_at_tickets(s: StoredLaunch, lost: Callable[[float], float], block_bytes: float = TILE_BLOCK_BYTES) -> float:

@@ -8,17 +8,8 @@ import pytest
 
 from perfmodel.ceilings import ceilings
 from perfmodel.devices import device
-from perfmodel.models.traffic import lost_at
-from perfmodel.store_order import (
-    CALIBRATION,
-    TILE_BLOCK_BYTES,
-    lost_at_tickets,
-    measured_lost,
-    partner_distance,
-    recorded,
-    spread,
-    store_spread,
-)
+from perfmodel.report.store_order import order_table
+from perfmodel.store_order import CALIBRATION, recorded, spread
 
 
 @pytest.fixture(scope="module")
@@ -51,21 +42,16 @@ def test_lost_share_follows_the_law_at_the_order_blocks_write(launches):
     9001 x 8556 only) carries to the other shapes (3001 x 8556, 9001 x 4278) within 0.9-2x, where launch
     order is 0.15-0.45x at 8 blocks per SM."""
     law = ceilings("h200").partial_law
-    order = store_spread("h200")
-    for s in launches.values():
-        if s.swapped or s.rows % 8 == 0:
-            continue
-        measured = measured_lost(s)
-        at_tickets = lost_at_tickets(s, law.lost) / measured
-        assert 0.9 <= at_tickets <= 1.7, (s.name, at_tickets)
-        if s.name.startswith(CALIBRATION):
-            continue
-        spread_blocks = order.blocks(s.blocks_per_sm, device("h200").sm_count)
-        modelled = lost_at(law.lost, partner_distance(s), TILE_BLOCK_BYTES, spread_blocks)[0] / measured
-        launch = law.lost(partner_distance(s) * TILE_BLOCK_BYTES) / measured
-        assert 0.9 <= modelled <= 2.0, (s.name, modelled)
-        if s.blocks_per_sm == 8:
-            assert launch < 0.5 and abs(np.log(modelled)) < abs(np.log(launch)), (s.name, launch, modelled)
+    t = order_table("h200", law.lost, device("h200").sm_count)
+    plain = t[~t.swapped]
+    at_tickets = plain.tickets / plain.measured
+    assert at_tickets.min() >= 0.9 and at_tickets.max() <= 1.7, plain.assign(ratio=at_tickets).to_string()
+    held = plain[~plain.calibration]
+    modelled, launch = held.model / held.measured, held.launch_order / held.measured
+    assert modelled.min() >= 0.9 and modelled.max() <= 2.0, held.assign(ratio=modelled).to_string()
+    eight = held.blocks_per_sm == 8
+    assert (launch[eight] < 0.5).all(), held.to_string()
+    assert (np.log(modelled[eight]).abs() < np.log(launch[eight]).abs()).all(), held.to_string()
 
 
 def test_swapped_grids_lose_less_than_their_order_says_a_known_gap(launches):
@@ -73,12 +59,13 @@ def test_swapped_grids_lose_less_than_their_order_says_a_known_gap(launches):
     unswapped kernel's (hundreds of blocks at 8 per SM) - and L2 loses under a fifth of what the law
     says at those distances. The traffic between the writers is not all that decides: what lies
     between (here the same output rows) matters too, and the model does not know how."""
-    law = ceilings("h200").partial_law
     swapped = [s for s in launches.values() if s.swapped]
     assert len(swapped) >= 2
     for s in swapped:
         assert np.median(np.abs(np.diff(s.tickets))) > 100, s.name
-        assert measured_lost(s) < 0.2 * lost_at_tickets(s, law.lost), s.name
+    t = order_table("h200", ceilings("h200").partial_law.lost, device("h200").sm_count)
+    gap = t[t.swapped]
+    assert len(gap) == len(swapped) and (gap.measured < 0.2 * gap.tickets).all(), gap.to_string()
 
 
 def test_the_stamp_costs_little_where_the_order_matters(launches):

@@ -3,6 +3,7 @@ store_order.py) against the sectors two blocks share that L2 loses first."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +23,7 @@ from . import figures
 from .page import Page
 
 
-def order_table(device_key: str, lost, sms: int) -> pd.DataFrame:
+def order_table(device_key: str, lost: Callable[[float], float], sms: int) -> pd.DataFrame:
     """Per recorded stamped launch with shared sectors: the measured lost share and the law's at launch
     order, at the tickets' order and at the model's recorded spread (`lost`: the law, bytes -> share)."""
     spread = store_spread(device_key)
@@ -33,7 +34,8 @@ def order_table(device_key: str, lost, sms: int) -> pd.DataFrame:
         d = partner_distance(s)
         model = lost_at(lost, d, TILE_BLOCK_BYTES, spread.blocks(s.blocks_per_sm, sms))[0] if spread else np.nan
         rows.append({"launch": s.name, "shape": f"{'swapped ' if s.swapped else ''}{s.rows} x {s.cols}",
-                     "blocks_per_sm": s.blocks_per_sm, "calibration": s.name.startswith(CALIBRATION),
+                     "swapped": s.swapped, "blocks_per_sm": s.blocks_per_sm,
+                     "calibration": s.name.startswith(CALIBRATION),
                      "measured": measured_lost(s), "launch_order": lost(d * TILE_BLOCK_BYTES),
                      "tickets": lost_at_tickets(s, lost), "model": model})
     return pd.DataFrame(rows)
@@ -49,14 +51,14 @@ def store_order_section(device_key: str, ceil, sms: int, fast_errors: pd.Series,
     long = pd.concat([t.assign(ratio=t[k] / t.measured, by=name) for k, name in
                       (("launch_order", "law at launch order"), ("tickets", "law at the tickets' order"),
                        ("model", "law over the model's spread"))])
-    long = long[~long["shape"].str.startswith("swapped")]
+    long = long[~long.swapped]
     page.figures.append(("store order", figures.groups(
         long, "blocks_per_sm", "ratio", "by", folder / "store_order.png",
         "Padded row transposes: the law's lost share over the measured (ncu)", "blocks per SM",
         "law / measured", label="shape")))
-    plain = t[~t["shape"].str.startswith("swapped")]
+    plain = t[~t.swapped]
     eight, held = plain[plain.blocks_per_sm == 8], plain[~plain.calibration]
-    swapped = t[t["shape"].str.startswith("swapped")]
+    swapped = t[t.swapped]
 
     def span(s: pd.Series) -> str:
         return f"{s.min():.2f}-{s.max():.2f}x"

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..store_order import off_sector_share, shared_sectors
 from . import figures
 from .page import Page, param, time_page
 from .store_order import store_order_section
@@ -86,19 +87,6 @@ def transpose_study(dev, data, table, ceil, folder: Path) -> Page:
                                                            "naive roofline": list(t.baseline * 1e6)},
         folder / "transpose_bars.png", "Transpose: time", "µs")))
     return page
-
-
-def off_sector_share(rows: pd.Series) -> np.ndarray:
-    """The share of output rows `rows` floats long that start off a 32-byte sector (row starts move
-    4 * rows bytes, modulo 32, from one to the next)."""
-    pitch = (4 * rows.to_numpy()) % 32
-    return np.array([1 - 1 / (32 // np.gcd(int(b), 32)) if b else 0.0 for b in pitch])
-
-
-def shared_sectors(rows: pd.Series, cols: pd.Series, tile: pd.Series | int = 32) -> pd.Series:
-    """Sectors two blocks of a tiled transpose each write in part: one per tile boundary inside an
-    output row (`rows` floats long, `cols` of them) where the row starts off a sector."""
-    return cols * (np.ceil(rows / tile) - 1) * off_sector_share(rows)
 
 
 def blocks_per_sm(t: pd.DataFrame) -> pd.Series:
