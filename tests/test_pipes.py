@@ -200,8 +200,13 @@ def test_sectors_two_writers_share_are_lost_by_the_bytes_between():
     assert near.partial_share == 0 and not near.partial
     assert far.partial_share == 2 / 5 and far.completed_share == 1.0 and far.split_share == 2 / 5
     assert abs(far.between_bytes - (16 << 20)) < (16 << 20) / 64  # rings 1/64 of the distance wide
-    pieces = lost(name="probe.piece_store", n=1 << 26, dist=16384)  # 8 writers: the step (all within the reach)
-    assert pieces.partial_share == 0 and pieces.split_share == 1.0
+    # 8 writers, 28 MiB from the first to the last: the sector is lost (one fill, shared by its 8 pieces)
+    # and written back twice
+    pieces = lost(name="probe.piece_store", n=1 << 26, dist=16384)
+    assert pieces.partial_share == 1 / 8 and pieces.split_share == 1.0
+    assert pieces.completed_share == 1.0 and pieces.rewrites_per_fill == 1.0
+    assert abs(pieces.between_bytes - (28 << 20)) < (28 << 20) / 64
+    assert lost(name="probe.piece_store", n=1 << 26, dist=256).partial_share == 0  # 3.5 MiB: kept
     halves = lost(name="mem.global_store", stride=2, width=4, offset=0)  # never completed
     assert halves.partial_share == 1.0 and halves.completed_share == 0.0
     assert MIN_LOST_SHARE <= 0.01

@@ -26,20 +26,12 @@ def _sel(t, **eq):
     return t
 
 
-def _late_pieces(t: pd.DataFrame) -> pd.Series:
-    """probe.piece_store's last pieces ~14k blocks after the first (8 writers a sector): 72 % of the
-    sectors filled (+16 % reads), the model, which fits its loss law on sectors two writers share, takes
-    every one as read-modify-written once."""
-    dist = t.params.map(lambda s: json.loads(s).get("dist", 0))
-    return t.case.eq("probe.piece_store") & (dist > 2048)
-
-
 def _late_partials(t: pd.DataFrame) -> pd.Series:
-    """For DRAM writes, also probe.split_store's sectors completed 8192+ blocks later: the model writes
-    a lost sector back once for each piece (one write more per two fills); L2 wrote 0.27-0.68 more per
+    """For DRAM writes, probe.split_store's sectors completed 8192+ blocks later: the model writes a
+    lost sector back once for each piece (one write more per two fills); L2 wrote 0.27-0.68 more per
     fill (h200_split_sweep: -5..+19 % on the copy's writes; held-out 22's wide transposes within 5 %)."""
     dist = t.params.map(lambda s: json.loads(s).get("dist", 0))
-    return _late_pieces(t) | (t.case.eq("probe.split_store") & (dist > 8192))
+    return t.case.eq("probe.split_store") & (dist > 8192)
 
 
 def test_microbenchmark_counters_are_exact(comparison):
@@ -113,16 +105,16 @@ def test_dram_reads(comparison):
     -83 % for COARSE 8 at 3072 x 4608 x 1792, h200_b_replay_coarse; the step it replaced was off by up to
     4x; the recorded schedules replayed through the two L2 partitions explain it, tests/test_l2replay.py).
     Tiled and coarsened matmuls are now predicted by replaying another shape's recorded schedule: the
-    band's 37 rows -54..+71 %, 17 within 5 %. And probe.piece_store below. The naive
+    band's 37 rows -54..+71 %, 17 within 5 %. The naive
     transposes' L2 fills are modelled by a curve measured on those at 32 x 8 threads (their rows are
     'counter-ceiling': shown, not counted); every other naive transpose within 5 % (test below)."""
     t = comparison[(comparison.metric == "dram_read_bytes") & (comparison.kind == "counter")]
     band = matmul_b_mib(t).between(20, 60)
-    # a copy whose sectors get 8 pieces ~14k blocks apart: L2 fills 72 %, the model all (+16 %)
-    late = _late_pieces(t)
-    bad = t[~band & ~late & (t.rel_error.abs() > 0.05)]
+    bad = t[~band & (t.rel_error.abs() > 0.05)]
     assert bad.empty, describe(bad)
-    assert late.sum() >= 1 and t[late].rel_error.between(-0.05, 0.3).all(), describe(t[late])
+    # a copy whose sectors get 8 pieces ~14k blocks apart: L2 fills 72 %, the loss law at the span 67 %
+    late = t[t.case.eq("probe.piece_store") & (t.measured > 1.1 * 4 * t.params.map(lambda s: json.loads(s)["n"]))]
+    assert len(late) >= 1, describe(t[t.case.eq("probe.piece_store")])
     # the shifted copies whose partial sectors L2 loses in part (the loss law, fitted at other sizes)
     split = t[t.case.eq("probe.split_store")]
     split = split[split.measured > 1.01 * 4 * split.params.map(lambda s: json.loads(s)["n"])]

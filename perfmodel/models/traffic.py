@@ -246,8 +246,9 @@ class WrittenSectors:
     partial_share: float = 0.0  # of a block's written sectors, those L2 holds in part when it loses them
     per_line: float = 4.0  # sectors written of each 128-byte line written (L2 holds whole lines)
     split_share: float = 0.0  # of a block's written sectors, those other writers complete (or none)
-    completed_share: float = 0.0  # of those lost, those one other block completes later (the measured curve's)
-    between_bytes: float = 0.0  # the traffic between such a sector's two writers, mean over those lost
+    completed_share: float = 0.0  # of those lost, those other blocks complete later (the measured curve's)
+    between_bytes: float = 0.0  # the traffic between such a sector's writers, mean over those lost
+    rewrites_per_fill: float = 0.5  # of those lost, DRAM writes beyond the one a whole sector costs
 
     @property
     def partial(self) -> bool:  # L2 loses a sector in part (DRAM read-modify-write past L2)
@@ -321,13 +322,25 @@ def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, p
     dense = max(shared_reach, min(total, word_budget // (2 * len(own)))) if far else shared_reach
     shared = False
 
-    def seen(ks: np.ndarray) -> np.ndarray:  # the words of own lines the blocks m +- ks write
-        lin = np.concatenate([m - ks, m + ks])
+    signed = np.where(np.isinf(first), np.nan, 0.0)  # the writer's offset from the middle block
+
+    def seen(offsets: np.ndarray) -> np.ndarray:  # the words of own lines the blocks m + offsets write
+        lin = m + offsets
         lin = lin[(lin >= 0) & (lin < total)]
         if not len(lin):
             return np.zeros(0, np.int64)
         w = _chunk_keys(addresses(np.stack([lin % gx, lin // gx % gy, lin // (gx * gy)], axis=1)), 4)
         return w[np.isin(w // 32, lines)]
+
+    def mark(k: int, ks: np.ndarray) -> np.ndarray:  # words first found k blocks away (either side)
+        found = []
+        for sign in (-1, 1):
+            w = seen(sign * ks)
+            hit = np.isinf(first) & np.isin(words, w)
+            signed[hit] = sign * k
+            first[hit] = k
+            found.append(w)
+        return np.concatenate(found)
 
     r = 0  # rings a 64th of the distance wide, densely up to `dense` blocks
     while r < dense and ((r < shared_reach and not shared) or (far and np.isinf(first).any())):
@@ -335,9 +348,8 @@ def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, p
         if r < shared_reach:  # the shared-line check ends at the reach
             end = min(end, shared_reach)
         ks = np.arange(r + 1, end + 1)
-        w = seen(ks)
         r = int(ks[-1])
-        first[np.isinf(first) & np.isin(words, w)] = r
+        w = mark(r, ks)
         shared = shared or (r <= shared_reach and not np.isin(w // 8, sectors).all())
     # beyond: single blocks at quarter octaves (a writer 2^j blocks away is found exactly; one at other
     # far distances is missed, and its sectors count as never completed)
@@ -346,26 +358,37 @@ def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, p
     for k in far_ks[far_ks > r].astype(np.int64) if far else ():
         if not np.isinf(first).any():
             break
-        first[np.isinf(first) & np.isin(words, seen(np.array([k])))] = k
+        mark(int(k), np.array([k]))
     done = first.reshape(-1, 8).max(axis=1)  # blocks away that the sector's last word is written
     part = done > 0
     per_line = 4.0 if shared else len(sectors) / len(lines)
     if not part.any():
         return WrittenSectors(0.0, per_line)
     later = part & np.isfinite(done)
-    # two writers (the block and one other): the measured curve; pieces from more: all past the reach
-    # (probe.piece_store's 8 pieces 256 blocks apart lose 0.35 %, the curve at the last one says 4 %)
-    writers = np.array([len(set(row)) for row in first.reshape(-1, 8)])
+    offsets = signed.reshape(-1, 8)
+    writers = np.array([len(set(row)) for row in offsets.tolist()])
+    span = np.nanmax(offsets, axis=1) - np.nanmin(offsets, axis=1)  # blocks from first writer to last
+    # two writers (the block and one other): the measured curve at the distance between them, a fill
+    # for each piece (ceilings.partial_law); more: one fill for the sector, lost with the curve's share
+    # at its first-to-last span (probe.piece_store, 8 pieces: 72 % filled at 14336 blocks, the curve
+    # 67 %; 0.35 % at 1792, the curve 4 %) - without a curve, all past the reach
     two = later & (writers == 2) if far else np.zeros_like(later)
+    many = later & (writers > 2) if far else np.zeros_like(later)
     share = np.where(np.isfinite(done), (done > reach_blocks).astype(float), 1.0)
     between = np.zeros(len(done))
-    if two.any():
-        share[two], between[two] = zip(*(lost_at(lost, d, per_block_bytes, spread_blocks) for d in done[two]),
-                                       strict=True)
-    curve = share[two].sum()
-    mean_between = float((share[two] * between[two]).sum() / curve) if curve else 0.0
+    for sel, distance in ((two, done), (many, span)):
+        if sel.any():
+            share[sel], between[sel] = zip(*(lost_at(lost, d, per_block_bytes, spread_blocks)
+                                             for d in distance[sel]), strict=True)
+    share[many] /= writers[many]  # each of the sector's writers counts its pieces: one fill in all
+    completed = two | many
+    curve = share[completed].sum()
+    mean_between = float((share[completed] * between[completed]).sum() / curve) if curve else 0.0
+    # a lost sector of two writers is filled for each piece and written back once more; of more
+    # writers filled once and written back twice (probe.piece_store, as the naive transpose's fills)
+    rewrites = float((0.5 * share[two].sum() + share[many].sum()) / curve) if curve else 0.0
     return WrittenSectors(float(share.mean()), per_line, float(part.mean()),
-                          float(curve / share.sum()) if share.sum() else 0.0, mean_between)
+                          float(curve / share.sum()) if share.sum() else 0.0, mean_between, rewrites)
 
 
 @dataclass(frozen=True)
@@ -642,13 +665,13 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         # block that writes a piece, at most once per sector written (probe.piece_store: 8 pieces a
         # sector, 72 % of the sectors filled once); a footprint that fits in L2 stays there, dirty
         rmw = int(min(shape.partial_share * pieces_written, compulsory[1] / SECTOR) * SECTOR)
-        # a lost sector of two writers goes back to DRAM once for each piece: one write more than whole
-        rewritten = int(rmw * shape.completed_share / 2)
+        # a lost sector other writers complete goes back to DRAM once more than a whole one
+        rewritten = int(rmw * shape.completed_share * shape.rewrites_per_fill)
         compulsory = (compulsory[0] + rmw, compulsory[1] + rewritten)
         if shape.completed_share:
-            notes.append(f"sectors two blocks write in part, {shape.between_bytes / 2**20:.1f} MiB of traffic apart: "
-                         f"L2 loses {100 * shape.split_lost:.0f} % of them first "
-                         "(measured, probe.split_store) and reads each piece from DRAM to write it back")
+            notes.append(f"sectors other blocks complete, {shape.between_bytes / 2**20:.1f} MiB of traffic apart: L2 "
+                         f"loses some first (measured, probe.split_store) and fills {rmw / 2**20:.1f} MiB of them "
+                         "from DRAM to write them back")
         else:
             notes.append("partially written sectors: read-modify-write in DRAM")
     dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params, pass_loss)
