@@ -131,7 +131,8 @@ def _holdout(name: str, device: str, folder: Path) -> str:
                         f"<td>{100 * g.rel_error_now.abs().mean():.1f} %</td></tr>")
     naive = ((timed.baseline - timed.measured) / timed.measured).abs().mean()
     worst = timed.iloc[timed.rel_error.abs().argmax()] if len(timed) else None
-    text = (f"{len(preds)} cases drawn at random shapes ({html.escape(header.get('plan', ''))}); the model's "
+    plan = header.get("plan", "")
+    text = (f"{len(preds)} cases {_chosen(plan)} ({html.escape(plan)}); the model's "
             f"predictions frozen at commit {html.escape(header.get('commit', '?'))} ({header.get('utc', '?')}) "
             f"before run {', '.join(runs.run_id)} measured them (commit {', '.join(runs.commit)}). "
             + (f"Time: MAPE {100 * timed.rel_error.abs().mean():.1f} % over {len(timed)} cases (naive datasheet "
@@ -143,6 +144,13 @@ def _holdout(name: str, device: str, folder: Path) -> str:
             "<th>frozen: within 5 %</th><th>MAPE</th><th>largest</th><th>model now: within 5 %</th><th>MAPE</th>"
             "</tr>" + "".join(rows) + f"</table><p>Per case: <a href='{folder.name}/{name}.csv'>{name}.csv</a>.</p>"
             f"<p><img src='{folder.name}/{name}_time.png' width='380' alt='held-out times'></p>")
+
+
+def _chosen(plan: str) -> str:
+    """How a held-out plan's cases were picked, from its first line: drawn at random, or by hand."""
+    path = Path(__file__).resolve().parents[2] / plan  # plans are recorded relative to the repository
+    first = path.read_text().splitlines()[0] if path.is_file() else ""
+    return "chosen by hand to test a rule" if "chosen by hand" in first else "drawn at random shapes"
 
 
 def _noise(data: pd.DataFrame) -> str:
