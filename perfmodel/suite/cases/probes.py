@@ -284,6 +284,7 @@ def _spread_log2(name: str, p) -> int:
 
 
 def _piece_setup(p, rng, name: str = "probe.piece_store") -> Setup:
+    dist_log2 = _dist_log2(name, p, 256)  # before indexing: a PerfModelError naming the limit
     a = f32(rng, p["n"])
     i = np.arange(p["n"])
     g, d, s = i // 32, p["dist"], p.get("spread", 1)
@@ -292,7 +293,7 @@ def _piece_setup(p, rng, name: str = "probe.piece_store") -> Setup:
     j = (line * 4 + lane % 4) * 8 + (g // d) % 8
     out = np.empty(p["n"], dtype=np.float32)
     out[j] = a
-    args = ["in", "out", np.uint32(p["n"]), np.int32(_dist_log2(name, p, 256))]
+    args = ["in", "out", np.uint32(p["n"]), np.int32(dist_log2)]
     if "spread" in p:  # probe.piece_spread's kernel takes the spread too
         args.append(np.int32(_spread_log2(name, p)))
     return Setup({"in": a}, {"out": out}, args, rtol=0)
