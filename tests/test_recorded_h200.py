@@ -385,7 +385,8 @@ def test_l2_reads_requested_by_l1(comparison):
     keeps them). Within 5 % everywhere but where that sharing is larger than the law has it: the naive
     matmul at 1024 and 2048 (+9..+12 %: its blocks start in bursts; the 14 TILE 16/32 placements of plan
     h200_b_replay, pooled into the law, moved 1024 x 1056 from +9.4 to +12.0 %), TILE 16 with more blocks per grid row
-    than SMs (+3..+10 %; +13..+30 % without the sharing), and the barrier-round probes at two blocks
+    than SMs (+0..+7 %; +13..+30 % without the sharing, +3..+10 % with every load charged an L1 fill, the
+    hits included), and the barrier-round probes at two blocks
     per SM (+5..+10 %: its blocks cycle through one tile pool, and two on an SM sometimes meet within
     what L1 holds). Reuse within a block counts only within a window of its longest loop that fits in
     its share of L1 (the probe at one block per SM: exact, 8x fewer sectors without the window)."""

@@ -578,32 +578,46 @@ def co_resident_hits(accesses: list[Access], launch: Launch, law: CoResidency | 
     """Sectors per launch a block's loads find in L1, brought in by a co-resident block that shares the
     array's block indices (blocks of one grid row reading A's rows): the j-th latest block on an SM
     started j/B of a block's time and j x SMs blocks earlier, spread as the recorded placements spread
-    (`coresidency.law`); a line survives the SM's fills since then, B x the block's bytes per block
-    time, as in an L1 that replaces at random (exp(-fills / L1 beside the carveout)). Blocks sampled
-    evenly over the grid."""
+    (`coresidency.law`); a line survives the SM's fills since then as in an L1 that replaces at random
+    (exp(-fills / L1 beside the carveout)). The fills are B x the block's `block_bytes` per block time
+    less the hits themselves, which fill nothing: the share is iterated to that fixed point (TILE 16's
+    wide grids, where blocks share most: 1-3 points fewer sectors than charging every load a fill).
+    Blocks sampled evenly over the grid."""
     if law is None or blocks_per_sm < 2 or launch.blocks < 2:
         return 0.0
     idx = np.unique(np.linspace(0, launch.blocks - 1, min(sample, launch.blocks)).astype(np.int64))
     spanned = [k for k, g in zip(("bx", "by", "bz"), launch.grid, strict=True) if g > 1]
-    times = np.clip(np.arange(1, blocks_per_sm)[:, None] / blocks_per_sm + law.time_offsets[None, :], 0, None)
-    kept = np.exp(-times * blocks_per_sm * block_bytes / l1_bytes).mean(axis=1)  # per slot j
-    total = 0.0
+    sharing = []  # per array load: its sectors, and per slot j the share of sampled blocks sharing it
     for a in _global(accesses, launch, store=False, invariant=False):
         keys = address_block_indices(a, launch)
         if not keys or set(spanned) <= set(keys):
             continue  # every block its own addresses
         (sectors,) = block_unique_chunks([a], launch, store=False)
         own = block_key(keys, launch, idx)
-        miss = np.ones(len(idx))
+        shared = np.zeros((blocks_per_sm - 1, len(idx)))
         for j in range(1, blocks_per_sm):
-            shared = np.zeros(len(idx))
             for d in np.rint(j * sms + law.index_offsets).astype(np.int64):
                 prev = idx - d
                 ok = (d > 0) & (prev >= 0)
-                shared[ok] += block_key(keys, launch, prev[ok]) == own[ok]
-            miss *= 1 - kept[j - 1] * shared / len(law.index_offsets)
-        total += sectors * float(np.sum(1 - miss)) * launch.blocks / len(idx)
-    return total
+                shared[j - 1, ok] += block_key(keys, launch, prev[ok]) == own[ok]
+        sharing.append((sectors, shared / len(law.index_offsets)))
+    if not sharing:
+        return 0.0
+    times = np.clip(np.arange(1, blocks_per_sm)[:, None] / blocks_per_sm + law.time_offsets[None, :], 0, None)
+    loaded = block_bytes / SECTOR * launch.blocks  # the sectors the blocks load from L1 without sharing
+
+    def hits(fill_bytes: float) -> float:
+        kept = np.exp(-times * blocks_per_sm * fill_bytes / l1_bytes).mean(axis=1)  # per slot j
+        return sum(sectors * float(np.sum(1 - np.prod(1 - kept[:, None] * shared, axis=0)))
+                   for sectors, shared in sharing) * launch.blocks / len(idx)
+
+    got = hits(block_bytes)
+    for _ in range(8):  # fills less the hits: converges in a few steps (the share is well under one)
+        again = hits(block_bytes * max(0.0, 1 - got / loaded)) if loaded else got
+        if abs(again - got) <= 1e-3 * max(got, 1.0):
+            return again
+        got = again
+    return got
 
 
 def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traffic,

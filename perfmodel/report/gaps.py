@@ -13,7 +13,7 @@ REASONS: list[tuple[str, str, str]] = [
     ("l2_requested_read_sectors", "matmul.", "blocks sharing A's rows meet on an SM and share its lines in L1: "
                                              "the model has the sharing at the spread of 153 recorded launches' block "
                                              "starts (coresidency.law); the naive kernel's blocks start in bursts "
-                                             "and share more, TILE 16 on the widest grids too (+3…+10 %); with "
+                                             "and share more, TILE 16 on the widest grids too (+0…+7 %); with "
                                              "each one's own placement, all 51 within 5.9 % (perfmodel.placement)"),
     ("warp_instructions", "probe.", "the SASS-region fit counts loops by their memory instructions: the FMA/DFMA "
                                     "probes' compute loops hold none and go uncounted (their time is the FP pipe's)"),
