@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -10,6 +11,9 @@ import perfmodel
 from perfmodel.holdout import HOLDOUT_DIR, compare_holdout, frozen, sets
 from perfmodel.measurements import load
 from perfmodel.models.base import Prediction
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 def test_a_prediction_survives_the_frozen_file():
@@ -25,8 +29,8 @@ def held(request):
 
 def test_predictions_were_frozen_before_the_run_measured_them(held):
     name, (header, preds), data, _ = held
-    # 33-36 random draws a set; 20 in set 8, drawn to test one rule
-    assert len(preds) >= 20 and header["commit"] and not header["commit"].endswith("-dirty")
+    # 33-41 random draws a set; 20 in set 8, drawn to test one rule; 14 and 20 in sets 24 and 26, chosen by hand
+    assert len(preds) >= 14 and header["commit"] and not header["commit"].endswith("-dirty")
     runs = data.drop_duplicates("run_id")
     assert len(runs) and (runs.utc > header["utc"]).all(), f"{name}: a run predates its frozen predictions"
     assert set(data.case_id) <= set(preds)  # nothing measured that was not predicted first
@@ -40,7 +44,7 @@ def test_held_out_accuracy(held):
     cases past 25 % a set, which the report names."""
     name, _, _, t = held
     time = t[t.kind == "time"]
-    assert len(time) >= 20
+    assert len(time) >= 13  # set 24: one of its 14 cases did not launch (its check size too small)
     assert time.rel_error.abs().mean() <= 0.10, name
     # set 22 drew wide transposes only, to test the partial-sector law out of sample: 14 of 24 within 10 %
     # (misses: the padded row transposes at 8 blocks per SM, -20..-22 %, the suite's known gap; TILE 16
@@ -85,3 +89,47 @@ def test_a_sampled_count_enumerated_in_full_is_ncus():
     total = sum(counts[(a.index, a.cond, a.loops)] for a in loads)
     assert total == measured.value.median()
     assert abs(sum(analyse(a, launch).requests for a in loads) - total) <= 1
+
+
+def _holdout_rows(name: str, metric: str) -> pd.DataFrame:
+    t = compare_holdout(name, "h200")
+    t = t[t.metric == metric]
+    return t.assign(**{p: t.params.map(lambda s, p=p: json.loads(s).get(p)) for p in ("n", "dist", "k", "m")})
+
+
+def test_eight_writers_lost_at_their_span_out_of_sample():
+    """Set 24 (chosen by hand, frozen before measured): probe.piece_store's sectors of 8 writers, lost
+    with the two-writer loss law's share at their first-to-last span (a rule read off one launch, 28
+    MiB): DRAM reads within 5 % at spans of 14-28 MiB and arrays of 256-512 MiB; at 7 MiB the law says
+    11 % lost, L2 lost 3 % (+8 %: 8 writers refresh the sector, and at short spans that keeps it)."""
+    t = _holdout_rows("h200_holdout24", "dram_read_bytes")
+    far = t[t.dist >= 8192]
+    assert len(far) >= 4 and far.rel_error.abs().max() < 0.05, far[["case_id", "rel_error"]]
+    near = t[t.dist == 4096]
+    assert len(near) == 1 and near.rel_error.between(0.05, 0.10).all(), near[["case_id", "rel_error"]]
+
+
+def test_l1_combines_more_of_a_small_launchs_pieces():
+    """Set 24: L1 combines a block's 4-byte piece stores (dist 1) more the fewer the waves - measured L2
+    write sectors 28 % under the model (calibrated at 2^26 words) at 2^20 words, 11 % at 2^23, 2 % at
+    2^25, none at 2^27: a gap (the model takes one share for every launch size)."""
+    t = _holdout_rows("h200_holdout24", "l2_write_sectors")
+    t = t[t.case.eq("probe.piece_store") & t.dist.eq(1)].sort_values("n")
+    ratio = (t.measured / t.predicted).to_numpy()
+    assert len(t) >= 5 and ratio[0] < 0.8 and abs(ratio[-1] - 1) < 0.02 and ratio[-2] > ratio[0], t
+    assert (t.rel_error > -0.02).all(), t[["case_id", "rel_error"]]
+
+
+def test_naive_matmul_l1_requests_follow_the_row_alignment():
+    """Set 26 (chosen by hand, frozen before measured): the naive matmul's L1 requests from L2 at three
+    m x n, k swept. Not k's size but A's row alignment decides where the model misses: k = 2323 and
+    2803 (3 mod 8) request 13-31 % more sectors than the model at all three shapes, k = 2220, 2500 and
+    3200 beside them within 5 % at 825 x 1342; at 1092 x 1049 (66 blocks a grid row: blocks one SM
+    count apart share B's columns) 5-16 % fewer at every even k. Neither is modelled (a known gap)."""
+    t = _holdout_rows("h200_holdout26", "l2_requested_read_sectors")
+    odd = t[t.k.isin([2323, 2803])]
+    assert len(odd) == 5 and odd.rel_error_now.between(-0.35, -0.12).all(), odd[["case_id", "rel_error_now"]]
+    beside = t[t.m.eq(825) & t.k.isin([1500, 2000, 2220, 2500, 3200, 4000])]
+    assert len(beside) == 6 and beside.rel_error_now.abs().max() < 0.05, beside[["case_id", "rel_error_now"]]
+    wide = t[t.m.eq(1092) & ~t.k.isin([2323, 2803])]
+    assert len(wide) == 7 and wide.rel_error_now.between(0.05, 0.17).all(), wide[["case_id", "rel_error_now"]]
