@@ -14,7 +14,10 @@ REASONS: list[tuple[str, str, str]] = [
                                              "the model has the sharing at the spread of 153 recorded launches' block "
                                              "starts (coresidency.law); the naive kernel's blocks start in bursts "
                                              "and share more, TILE 16 on the widest grids too (+0…+7 %); with "
-                                             "each one's own placement, all 51 within 5.9 % (perfmodel.placement)"),
+                                             "each one's own placement, all 51 within 5.9 % (perfmodel.placement). "
+                                             "The naive kernel's L1 reuse also follows A's row alignment: k = 2323 "
+                                             "and 2803 request 13-31 % more than the model at three shapes, k beside "
+                                             "them within 5 %; grid rows of 66 blocks 5-16 % fewer (held-out 26)"),
     ("warp_instructions", "probe.", "the SASS-region fit counts loops by their memory instructions: the FMA/DFMA "
                                     "probes' compute loops hold none and go uncounted (their time is the FP pipe's)"),
     ("l2_write_", "matmul.coarsened", "a warp's consecutive C stores share lines: L1 combines some, at times - "
@@ -27,11 +30,13 @@ REASONS: list[tuple[str, str, str]] = [
     ("dram_", "probe.split_store", "partial sectors L2 loses before their second writer (the loss law, fitted "
                                    "at 128/512 MiB a buffer): L2 writes back 0.27-0.68 more per fill, the "
                                    "model 0.5 (each lost sector's two pieces written back apart)"),
-    ("dram_", "probe.piece_store", "pieces completed ~14k blocks later: L2 filled 72 % of the sectors and wrote "
-                                   "them back twice; the model reads each once and writes once"),
-    ("l2_write_", "probe.piece_store", "the 8 warps of a block writing word k of the same 32 sectors after one "
-                                       "load each: L1 combined 58-66 % of the (store, line) pairs - the naive "
-                                       "transpose's are not; not modelled (the prediction is the upper bound)"),
+    ("dram_", "probe.piece_store", "sectors of 8 writers: lost with the loss law's share at their first-to-last "
+                                   "span, one fill and two write-backs each (72 % filled at 28 MiB, the law 67 %); "
+                                   "within 5 % from 14 MiB, but at 7 MiB the law says 11 %, L2 lost 3 % (held-out 24)"),
+    ("l2_write_", "probe.piece_", "L1 combines a block's 4-byte piece stores at the share measured at 2^26 words "
+                                  "(58-66 % of the (store, line) pairs); smaller launches combine more - 28 % fewer "
+                                  "sectors at 2^20 words, 2 % at 2^25 (held-out 24) - and lines 8-256 apart less "
+                                  "(-7 %): the model takes one share"),
     ("dram_", "transpose.naive", "L2 fills from DRAM some sectors it holds no data of that warps write in 4-byte "
                                  "pieces (checks/fills_check.csv): the model takes the share measured at 32 x 8 "
                                  "threads; 2 and 4 block rows fill a little more, 32 less"),
