@@ -29,8 +29,8 @@ def held(request):
 
 def test_predictions_were_frozen_before_the_run_measured_them(held):
     name, (header, preds), data, _ = held
-    # 33-41 random draws a set; 20 in set 8, drawn to test one rule; 14 and 20 in sets 24 and 26, chosen by hand
-    assert len(preds) >= 14 and header["commit"] and not header["commit"].endswith("-dirty")
+    # 33-41 random draws a set; 20 in set 8, drawn to test one rule; 9-20 in sets 24, 26, 27, chosen by hand
+    assert len(preds) >= 9 and header["commit"] and not header["commit"].endswith("-dirty")
     runs = data.drop_duplicates("run_id")
     assert len(runs) and (runs.utc > header["utc"]).all(), f"{name}: a run predates its frozen predictions"
     assert set(data.case_id) <= set(preds)  # nothing measured that was not predicted first
@@ -44,7 +44,7 @@ def test_held_out_accuracy(held):
     cases past 25 % a set, which the report names."""
     name, _, _, t = held
     time = t[t.kind == "time"]
-    assert len(time) >= 13  # set 24: one of its 14 cases did not launch (its check size too small)
+    assert len(time) >= 9  # set 24: one of its 14 cases did not launch (its check size too small)
     assert time.rel_error.abs().mean() <= 0.10, name
     # set 22 drew wide transposes only, to test the partial-sector law out of sample: 14 of 24 within 10 %
     # (misses: the padded row transposes at 8 blocks per SM, -20..-22 %, the suite's known gap; TILE 16
@@ -133,3 +133,18 @@ def test_naive_matmul_l1_requests_follow_the_row_alignment():
     assert len(beside) == 6 and beside.rel_error_now.abs().max() < 0.05, beside[["case_id", "rel_error_now"]]
     wide = t[t.m.eq(1092) & ~t.k.isin([2323, 2803])]
     assert len(wide) == 7 and wide.rel_error_now.between(0.05, 0.17).all(), wide[["case_id", "rel_error_now"]]
+
+
+def test_naive_matmul_extra_requests_are_l1_lookup_misses():
+    """Set 27 (ncu_detail): at 825 x 1342 the L1 lookups miss 16 % of the sectors at k = 2323 and 2803,
+    13 % at 2220 and 2500; what L1 requests from L2 follows its misses (0.92-1.01x) - L1 evicts lines it
+    still needs at those row alignments, it does not send a second request for a sector it waits for.
+    Its set conflicts per access barely differ (8-9 % against 7.5-8 %): which lines go early is not found."""
+    d = load("h200", HOLDOUT_DIR / "h200_holdout27")
+    d = d[d.source.eq("ncu")].pivot_table(index="case_id", columns="metric", values="value")
+    miss = d["l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_miss.sum"]
+    sent = d["l1tex__m_xbar2l1tex_read_sectors.sum"]
+    assert len(d) == 9 and (miss / sent).between(0.9, 1.03).all(), miss / sent
+    share = miss / d["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]
+    at = {k: share[f"matmul.naive[k={k},m=825,n=1342]"] for k in (2220, 2323, 2500, 2803)}
+    assert min(at[2323], at[2803]) > 1.2 * max(at[2220], at[2500]), at

@@ -17,7 +17,9 @@ REASONS: list[tuple[str, str, str]] = [
                                              "each one's own placement, all 51 within 5.9 % (perfmodel.placement). "
                                              "The naive kernel's L1 reuse also follows A's row alignment: k = 2323 "
                                              "and 2803 request 13-31 % more than the model at three shapes, k beside "
-                                             "them within 5 %; grid rows of 66 blocks 5-16 % fewer (held-out 26)"),
+                                             "them within 5 %, its L1 lookups missing 16 % of the sectors there "
+                                             "against 13 % (held-out 26, 27: L1 loses lines early, which ones is "
+                                             "not found); grid rows of 66 blocks 5-16 % fewer"),
     ("warp_instructions", "probe.", "the SASS-region fit counts loops by their memory instructions: the FMA/DFMA "
                                     "probes' compute loops hold none and go uncounted (their time is the FP pipe's)"),
     ("l2_write_", "matmul.coarsened", "a warp's consecutive C stores share lines: L1 combines some, at times - "
