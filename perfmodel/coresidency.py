@@ -68,3 +68,21 @@ def law(device_key: str) -> CoResidency | None:
     q = (np.arange(QUANTILES) + 0.5) / QUANTILES
     return CoResidency(np.quantile(np.concatenate([d for d, _ in pairs]), q),
                        np.quantile(np.concatenate([o for _, o in pairs]), q), len(pairs))
+
+
+@lru_cache(maxsize=16)
+def first_wave(device_key: str, blocks_per_sm: int) -> tuple[np.ndarray, ...]:
+    """The SM of each first-wave block (ids 0 .. B x SMs - 1), one map per recorded launch with B
+    blocks per SM whose first wave started together (before any of its blocks ended); none where none
+    is recorded. Each SM's blocks lie ~SMs apart (132 +- 8 on the H200), but which ones varies from
+    launch to launch: the model averages over the maps."""
+    maps = []
+    for _, launches in recorded_launches(device_key):
+        for pl in launches:
+            sm, start, end = pl.sm, pl.start_ns, pl.end_ns
+            n0 = blocks_per_sm * len(np.unique(sm))
+            if len(sm) <= n0 or not (np.bincount(sm[:n0]) == blocks_per_sm).all():
+                continue
+            if start[:n0].max() < end[:n0].min() and start[:n0].max() <= start[n0:].min():
+                maps.append(sm[:n0].copy())
+    return tuple(maps)

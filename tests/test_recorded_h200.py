@@ -382,9 +382,11 @@ def test_l2_reads_requested_by_l1(comparison):
     each block loads (the grid's edge blocks weighed by their number), block-invariant addresses once
     per SM, less what co-resident blocks of one grid row share in L1 (models.traffic.co_resident_hits:
     block starts spread as the recorded placements spread, lines kept as an L1 replacing at random
-    keeps them). Within 5 % everywhere but where that sharing is larger than the law has it: the naive
-    matmul at 1024 and 2048 (+9..+12 %: its blocks start in bursts; the 14 TILE 16/32 placements of plan
-    h200_b_replay, pooled into the law, moved 1024 x 1056 from +9.4 to +12.0 %), TILE 16 with more blocks per grid row
+    keeps them; the first wave's blocks as the dispatcher places them where no barrier holds them in
+    step: at 1024 x 1048 and 1056, 66 blocks a grid row, blocks 132 apart on one SM share B's columns,
+    +10/+12 % -> +2/+4 %). Within 5 % everywhere but where that sharing is larger than the law has it: the
+    naive matmul at 1024 and 2048 (+7..+9 %, k a multiple of 1024: held-out 26 has 825 x 1342 x 1024 +8 %
+    and 1024 x 1024 x 4096 +9 % too), TILE 16 with more blocks per grid row
     than SMs (+0..+7 %; +13..+30 % without the sharing, +3..+10 % with every load charged an L1 fill, the
     hits included), and the barrier-round probes at two blocks
     per SM (+5..+10 %: its blocks cycle through one tile pool, and two on an SM sometimes meet within

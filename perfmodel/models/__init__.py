@@ -14,6 +14,7 @@ import math
 import re
 
 from ..ceilings import ROUND_CHAIN_FMAS, ceilings
+from ..coresidency import first_wave
 from ..coresidency import law as coresidency_law
 from ..devices import DeviceSpec
 from ..devices import device as lookup
@@ -186,7 +187,11 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     below = below_l1(dev, accesses, launch, l1, compulsory, resident, case.model, p, ceil.l2_loss,
                      l1_share, varying, combine, coresidency_law(dev.key),
                      ceil.partial_law.lost if ceil.partial_law else None,
-                     order.blocks(blocks_per_sm, dev.sm_count) if order else None)
+                     order.blocks(blocks_per_sm, dev.sm_count) if order else None,
+                     # the first wave's blocks share L1 as the dispatcher placed them, where no barrier
+                     # holds them in step (with barriers they miss on the same lines together: COARSE 4
+                     # held out -11..-30 % with the map, TILE 16 and 32 at 1024 -2..-3 %)
+                     () if case.sync_after_loads or case.barrier_phases else first_wave(dev.key, blocks_per_sm))
     dram, req = below.dram, below.requests
     if (replayed := predicted_read_bytes(case_name, p, launch.grid, resident, dev.key)) is not None:
         # B between the L2 partitions: the recorded schedule replayed, not the linear share

@@ -573,10 +573,30 @@ def block_key(indices: list[str], launch: Launch, blocks: np.ndarray) -> np.ndar
     return sum((coords[k] * 10**(6 * i) for i, k in enumerate(indices)), np.zeros_like(blocks))
 
 
+def first_wave_hits(accesses: list[Access], launch: Launch, waves: tuple[np.ndarray, ...]) -> float:
+    """Sectors the first wave's blocks find in L1: its blocks start together, each SM's as a recorded
+    map has them (coresidency.first_wave; the mean over the maps), and of the blocks on one SM that
+    share an array's block indices one misses and the others hit."""
+    spanned = [k for k, g in zip(("bx", "by", "bz"), launch.grid, strict=True) if g > 1]
+    ids = np.arange(min(launch.blocks, len(waves[0])))
+    total = 0.0
+    for a in _global(accesses, launch, store=False, invariant=False):
+        keys = address_block_indices(a, launch)
+        if not keys or set(spanned) <= set(keys):
+            continue
+        (sectors,) = block_unique_chunks([a], launch, store=False)
+        key = block_key(keys, launch, ids)
+        distinct = np.mean([np.unique(np.stack([wave[ids], key]), axis=1).shape[1] for wave in waves])
+        total += sectors * (len(ids) - distinct)
+    return total
+
+
 def co_resident_hits(accesses: list[Access], launch: Launch, law: CoResidency | None, blocks_per_sm: int,
-                     sms: int, block_bytes: float, l1_bytes: float, sample: int = 4096) -> float:
+                     sms: int, block_bytes: float, l1_bytes: float, sample: int = 4096,
+                     waves: tuple[np.ndarray, ...] = ()) -> float:
     """Sectors per launch a block's loads find in L1, brought in by a co-resident block that shares the
-    array's block indices (blocks of one grid row reading A's rows): the j-th latest block on an SM
+    array's block indices (blocks of one grid row reading A's rows). The first wave's blocks as the
+    recorded maps have them (`waves`, first_wave_hits); the later ones: the j-th latest block on an SM
     started j/B of a block's time and j x SMs blocks earlier, spread as the recorded placements spread
     (`coresidency.law`); a line survives the SM's fills since then as in an L1 that replaces at random
     (exp(-fills / L1 beside the carveout)). The fills are B x the block's `block_bytes` per block time
@@ -585,7 +605,11 @@ def co_resident_hits(accesses: list[Access], launch: Launch, law: CoResidency | 
     Blocks sampled evenly over the grid."""
     if law is None or blocks_per_sm < 2 or launch.blocks < 2:
         return 0.0
-    idx = np.unique(np.linspace(0, launch.blocks - 1, min(sample, launch.blocks)).astype(np.int64))
+    first = min(launch.blocks, len(waves[0])) if waves else 0
+    early = first_wave_hits(accesses, launch, waves) if first else 0.0
+    if launch.blocks <= first:
+        return early
+    idx = np.unique(np.linspace(first, launch.blocks - 1, min(sample, launch.blocks - first)).astype(np.int64))
     spanned = [k for k, g in zip(("bx", "by", "bz"), launch.grid, strict=True) if g > 1]
     sharing = []  # per array load: its sectors, and per slot j the share of sampled blocks sharing it
     for a in _global(accesses, launch, store=False, invariant=False):
@@ -602,14 +626,15 @@ def co_resident_hits(accesses: list[Access], launch: Launch, law: CoResidency | 
                 shared[j - 1, ok] += block_key(keys, launch, prev[ok]) == own[ok]
         sharing.append((sectors, shared / len(law.index_offsets)))
     if not sharing:
-        return 0.0
+        return early
     times = np.clip(np.arange(1, blocks_per_sm)[:, None] / blocks_per_sm + law.time_offsets[None, :], 0, None)
     loaded = block_bytes / SECTOR * launch.blocks  # the sectors the blocks load from L1 without sharing
+    later = (launch.blocks - first) / len(idx)  # blocks each sampled one stands for
 
     def hits(fill_bytes: float) -> float:
         kept = np.exp(-times * blocks_per_sm * fill_bytes / l1_bytes).mean(axis=1)  # per slot j
-        return sum(sectors * float(np.sum(1 - np.prod(1 - kept[:, None] * shared, axis=0)))
-                   for sectors, shared in sharing) * launch.blocks / len(idx)
+        return early + later * sum(sectors * float(np.sum(1 - np.prod(1 - kept[:, None] * shared, axis=0)))
+                                   for sectors, shared in sharing)
 
     got = hits(block_bytes)
     for _ in range(8):  # fills less the hits: converges in a few steps (the share is well under one)
@@ -626,7 +651,7 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
              l1_share_bytes: float = math.inf, varying_sectors: float = 0.0,
              combine_share: float = 0.0, coresidency: CoResidency | None = None,
              partial_lost: Callable[[float], float] | None = None,
-             store_spread_blocks: np.ndarray | None = None) -> Traffic:
+             store_spread_blocks: np.ndarray | None = None, first_waves: tuple[np.ndarray, ...] = ()) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block; `varying_sectors`:
     the exact L1 sectors of the loads that differ by block, which the sampled reuse scales). Writes: every
     store sector, or per block and line where L1 combines them. DRAM: compulsory bytes (or, with no
@@ -652,10 +677,11 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     b = resident_blocks // dev.sm_count
     if coresidency is not None and not math.isnan(per_block) and b > 1 and math.isfinite(l1_share_bytes):
         hits = co_resident_hits(accesses, launch, coresidency, b, dev.sm_count, per_block * SECTOR,
-                                l1_share_bytes * b)
+                                l1_share_bytes * b, waves=first_waves)
         if hits > 0 and hits >= 0.005 * l2_read / SECTOR:
             notes.append(f"co-resident blocks share {100 * hits * SECTOR / l2_read:.0f} % of the loaded sectors "
-                         f"in L1 (block starts spread as in {coresidency.launches} recorded launches)")
+                         f"in L1 (block starts spread as in {coresidency.launches} recorded launches"
+                         + ("; the first wave as the dispatcher places it)" if first_waves else ")"))
             l2_read -= int(hits * SECTOR)
     l2_read = min(l2_read, l1.load_sectors * SECTOR) + l1.uncached_load_sectors * SECTOR
     (per_block_stores,) = block_unique_chunks(accesses, launch, store=True)
