@@ -12,8 +12,10 @@ REASONS: list[tuple[str, str, str]] = [
                   "conflicts); the per-instruction counts are exact - not modelled"),
     ("l2_requested_read_sectors", "matmul.", "blocks sharing A's rows meet on an SM and share its lines in L1: "
                                              "the model has the sharing at the spread of 153 recorded launches' block "
-                                             "starts (coresidency.law); the naive kernel's blocks start in bursts "
-                                             "and share more, TILE 16 on the widest grids too (+0…+7 %); with "
+                                             "starts (coresidency.law), the first wave's as the dispatcher placed "
+                                             "them (coresidency.first_wave); the naive kernel at k a multiple of "
+                                             "1024 shares more (+7…+9 %), TILE 16 on the widest grids too "
+                                             "(+0…+7 %); with "
                                              "each one's own placement, all 51 within 5.9 % (perfmodel.placement). "
                                              "The naive kernel's L1 reuse also follows A's row alignment: k = 2323 "
                                              "and 2803 request 13-31 % more than the model at three shapes, k beside "
