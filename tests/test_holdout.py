@@ -123,16 +123,21 @@ def test_l1_combines_more_of_a_small_launchs_pieces():
 def test_naive_matmul_l1_requests_follow_the_row_alignment():
     """Set 26 (chosen by hand, frozen before measured): the naive matmul's L1 requests from L2 at three
     m x n, k swept. Not k's size but A's row alignment decides where the model misses: k = 2323 and
-    2803 (3 mod 8) request 13-31 % more sectors than the model at all three shapes, k = 2220, 2500 and
-    3200 beside them within 5 % at 825 x 1342; at 1092 x 1049 (66 blocks a grid row: blocks one SM
-    count apart share B's columns) 5-16 % fewer at every even k. Neither is modelled (a known gap)."""
+    2803 (3 mod 8) request 13-37 % more sectors than the model at all three shapes, k = 2220, 2500 and
+    3200 beside them within 5 % at 825 x 1342 - not modelled (a known gap); k a multiple of 1024 7-9 %
+    fewer. At 1092 x 1049 (66 blocks a grid row) the frozen model had 5-16 % too many at every even k:
+    the first wave's blocks 132 apart on one SM share B's columns (coresidency.first_wave, added after
+    this set was measured, from the recorded placements): within 5 % now but for k = 1024."""
     t = _holdout_rows("h200_holdout26", "l2_requested_read_sectors")
     odd = t[t.k.isin([2323, 2803])]
-    assert len(odd) == 5 and odd.rel_error_now.between(-0.35, -0.12).all(), odd[["case_id", "rel_error_now"]]
+    assert len(odd) == 5 and odd.rel_error_now.between(-0.40, -0.12).all(), odd[["case_id", "rel_error_now"]]
     beside = t[t.m.eq(825) & t.k.isin([1500, 2000, 2220, 2500, 3200, 4000])]
     assert len(beside) == 6 and beside.rel_error_now.abs().max() < 0.05, beside[["case_id", "rel_error_now"]]
+    aligned = t[t.k.isin([1024, 4096]) & ~t.m.eq(1092)]
+    assert len(aligned) == 2 and aligned.rel_error_now.between(0.05, 0.10).all(), aligned
     wide = t[t.m.eq(1092) & ~t.k.isin([2323, 2803])]
-    assert len(wide) == 7 and wide.rel_error_now.between(0.05, 0.17).all(), wide[["case_id", "rel_error_now"]]
+    assert len(wide) == 7 and wide.rel_error.between(0.05, 0.17).all(), wide[["case_id", "rel_error"]]
+    assert wide[wide.k != 1024].rel_error_now.abs().max() < 0.05, wide[["case_id", "rel_error_now"]]
 
 
 def test_naive_matmul_extra_requests_are_l1_lookup_misses():
