@@ -99,14 +99,19 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
     _load()
     dev = lookup(device)
     data = load(dev.key) if data is None else data
+    # a run whose check of a case failed (wrong results, or it did not launch) measured nothing of it;
+    # another run of the case may have
+    checks = data[data.metric == "check_passed"]
+    failed_runs = checks[checks.value == 0][["run_id", "case_id"]].drop_duplicates()
+    if len(failed_runs):
+        bad = data.set_index(["run_id", "case_id"]).index.isin(pd.MultiIndex.from_frame(failed_runs))
+        data = data[~bad]
     ncu = data[data.source == "ncu"].pivot_table(index="case_id", columns="metric", values="value",
                                                   aggfunc="median")
     wb = written_back(data).written_bytes
     events = median_times(data)
     driver = data[(data.source == "driver") & (data.metric == "blocks_per_sm")].groupby("case_id").value.first()
-    failed = set(data[(data.metric == "check_passed") & (data.value == 0)].case_id)  # wrong results: no comparison
-    cases = data[data.case.isin(REGISTRY) & ~data.case_id.isin(failed)].drop_duplicates("case_id")[
-        ["study", "case", "case_id", "params"]]
+    cases = data[data.case.isin(REGISTRY)].drop_duplicates("case_id")[["study", "case", "case_id", "params"]]
     ceil_dev = ceilings(dev)
     ceiling_ids = {c.source.removeprefix("measured: ") for c in ceil_dev.all()}
     # cases whose DRAM reads define a measured curve (L2 retention, piece fills): those rows shown, not

@@ -100,13 +100,19 @@ def _holdout_rows(name: str, metric: str) -> pd.DataFrame:
 def test_eight_writers_lost_at_their_span_out_of_sample():
     """Set 24 (chosen by hand, frozen before measured): probe.piece_store's sectors of 8 writers, lost
     with the two-writer loss law's share at their first-to-last span (a rule read off one launch, 28
-    MiB): DRAM reads within 5 % at spans of 14-28 MiB and arrays of 256-512 MiB; at 7 MiB the law says
-    11 % lost, L2 lost 3 % (+8 %: 8 writers refresh the sector, and at short spans that keeps it)."""
+    MiB): DRAM reads within 5 % at spans of 14-56 MiB and arrays of 256-512 MiB; at 7 MiB the law says
+    11 % lost, L2 lost 3 % (+8 %: 8 writers refresh the sector, and at short spans that keeps it). The
+    writes follow (one fill, two write-backs) up to 28 MiB; at 56 MiB L2 wrote each sector back 3.0
+    times, the model 2 (-35 %: a sector lost more than once between its 8 pieces - a gap)."""
     t = _holdout_rows("h200_holdout24", "dram_read_bytes")
     far = t[t.dist >= 8192]
-    assert len(far) >= 4 and far.rel_error.abs().max() < 0.05, far[["case_id", "rel_error"]]
+    assert len(far) >= 5 and far.rel_error.abs().max() < 0.05, far[["case_id", "rel_error"]]
     near = t[t.dist == 4096]
     assert len(near) == 1 and near.rel_error.between(0.05, 0.10).all(), near[["case_id", "rel_error"]]
+    w = _holdout_rows("h200_holdout24", "dram_write_bytes")
+    w = w[w.dist >= 8192]
+    assert w[w.dist < 32768].rel_error.abs().max() < 0.05, w[["case_id", "rel_error"]]
+    assert w[w.dist == 32768].rel_error.between(-0.40, -0.30).all(), w[["case_id", "rel_error"]]
 
 
 def test_l1_combines_more_of_a_small_launchs_pieces():

@@ -36,7 +36,8 @@ REASONS: list[tuple[str, str, str]] = [
                                    "model 0.5 (each lost sector's two pieces written back apart)"),
     ("dram_", "probe.piece_store", "sectors of 8 writers: lost with the loss law's share at their first-to-last "
                                    "span, one fill and two write-backs each (72 % filled at 28 MiB, the law 67 %); "
-                                   "within 5 % from 14 MiB, but at 7 MiB the law says 11 %, L2 lost 3 % (held-out 24)"),
+                                   "reads within 5 % from 14 MiB, but at 7 MiB the law says 11 %, L2 lost 3 %; "
+                                   "at 56 MiB L2 wrote each sector back 3 times, the model twice (held-out 24)"),
     ("l2_write_", "probe.piece_", "L1 combines a block's 4-byte piece stores at the share measured at 2^26 words "
                                   "(58-66 % of the (store, line) pairs); smaller launches combine more - 28 % fewer "
                                   "sectors at 2^20 words, 2 % at 2^25 (held-out 24) - and lines 8-256 apart less "
