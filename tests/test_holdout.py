@@ -112,7 +112,8 @@ def test_eight_writers_lost_at_their_span_out_of_sample():
     w = _holdout_rows("h200_holdout24", "dram_write_bytes")
     w = w[w.dist >= 8192]
     assert w[w.dist < 32768].rel_error.abs().max() < 0.05, w[["case_id", "rel_error"]]
-    assert w[w.dist == 32768].rel_error.between(-0.40, -0.30).all(), w[["case_id", "rel_error"]]
+    # measured by the second run (the first one's check did not launch: validate drops that run alone)
+    assert (w.dist == 32768).sum() == 1 and w[w.dist == 32768].rel_error.between(-0.40, -0.30).all(), w
 
 
 def test_l1_combines_more_of_a_small_launchs_pieces():
