@@ -26,8 +26,8 @@ def hidden_behind_others(blocks_per_sm: int) -> float:
 
 
 def late_fills(ceil: Ceilings, below: Traffic) -> tuple[float, str]:
-    """(seconds, note) the memory system spends on the fills of sectors two writers share that L2 lost
-    before the second wrote (ceilings.partial_law's cost a fill at the bytes between them): added to the
+    """(seconds, note) the memory system spends on the fills of sectors other writers complete that L2
+    lost before the last wrote (ceilings.partial_law's cost a fill at the bytes between them): added to the
     memory system's terms - DRAM, L2's requests, Little's law - so that a kernel bound inside the SM
     hides them as it hides its loads (held out 22: unpadded transposes, work-bound, +8..+14 % with them
     added to the total, +3..+5 % so; probe.split_store, latency-bound, and the padded row transposes,
@@ -38,7 +38,7 @@ def late_fills(ceil: Ceilings, below: Traffic) -> tuple[float, str]:
     between = below.written.between_bytes
     per_fill = ceil.partial_law.per_fill_s(between)
     return late * per_fill, (f"; + {late * per_fill * 1e6:.1f} us: {late:.3g} fills of sectors L2 lost before their "
-                             f"second writer x {per_fill * 1e12:.0f} ps at {between / 2**20:.1f} MiB between "
+                             f"last writer x {per_fill * 1e12:.0f} ps at {between / 2**20:.1f} MiB between "
                              f"({ceil.partial_loss_probe.source})")
 
 

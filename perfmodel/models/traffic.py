@@ -296,8 +296,10 @@ def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, p
     blocks later is lost first with the device's measured share at d x `per_block_bytes` of traffic
     between (`lost`; probe.split_store: 1 % at 2 MiB, 35 % at 16 MiB, all past 64 MiB - by that
     distance alone, at 128-512 MiB a buffer), over the spread of the writers' store order where
-    given (`spread_blocks`, lost_at); without a curve, every sector not completed within
-    `reach_blocks`. Sectors never completed are lost. Also the sectors it fills per line where no
+    given (`spread_blocks`, lost_at); a sector of more than two writers with that share at the
+    distance from its first writer to its last (probe.piece_store), once for all its pieces; without
+    a curve, every sector not completed within `reach_blocks`. Sectors never completed are lost. Also
+    the sectors it fills per line where no
     block within `reach_blocks` writes further sectors of its lines (lines that others share are
     taken as completed, as the naive transpose's are by blocks up to 32 rows away)."""
     glob = _global(accesses, launch, store=True)
