@@ -32,8 +32,9 @@ FROZEN = "predictions.jsonl"
 
 
 def sets() -> list[str]:
-    """The held-out sets recorded (one per plan)."""
-    return sorted(p.name for p in HOLDOUT_DIR.iterdir() if p.is_dir()) if HOLDOUT_DIR.exists() else []
+    """The held-out sets recorded (one per plan), in the order they were drawn (h200_holdout, 2, 3, ... 27)."""
+    names = [p.name for p in HOLDOUT_DIR.iterdir() if p.is_dir()] if HOLDOUT_DIR.exists() else []
+    return sorted(names, key=lambda n: (len(n), n))
 
 
 def frozen_path(name: str, device: str = "h200") -> Path:
