@@ -317,14 +317,12 @@ def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, p
     lines = np.unique(own // 32)  # 32 words a line (the array id's bits are far above)
     sectors = np.unique(own // 8)
     words = (sectors[:, None] * 8 + np.arange(8)).ravel()
-    first = np.where(np.isin(words, own), 0.0, np.inf)  # blocks away from the middle one's
+    signed = np.where(np.isin(words, own), 0.0, np.nan)  # each word's writer, blocks from the middle one
     m = middle[0] + gx * (middle[1] + gy * middle[2])
     shared_reach = max(1, min(reach_blocks, row_budget // len(own) // 2))
     far = lost is not None and per_block_bytes > 0
     dense = max(shared_reach, min(total, word_budget // (2 * len(own)))) if far else shared_reach
     shared = False
-
-    signed = np.where(np.isinf(first), np.nan, 0.0)  # the writer's offset from the middle block
 
     def seen(offsets: np.ndarray) -> np.ndarray:  # the words of own lines the blocks m + offsets write
         lin = m + offsets
@@ -338,14 +336,13 @@ def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, p
         found = []
         for sign in (-1, 1):
             w = seen(sign * ks)
-            hit = np.isinf(first) & np.isin(words, w)
+            hit = np.isnan(signed) & np.isin(words, w)
             signed[hit] = sign * k
-            first[hit] = k
             found.append(w)
         return np.concatenate(found)
 
     r = 0  # rings a 64th of the distance wide, densely up to `dense` blocks
-    while r < dense and ((r < shared_reach and not shared) or (far and np.isinf(first).any())):
+    while r < dense and ((r < shared_reach and not shared) or (far and np.isnan(signed).any())):
         end = min(dense, r + max(1, r // 64), r + max(1, row_budget // (2 * len(own))))
         if r < shared_reach:  # the shared-line check ends at the reach
             end = min(end, shared_reach)
@@ -358,16 +355,17 @@ def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, p
     quarters = np.arange(math.ceil(4 * math.log2(max(r, 1))), math.floor(4 * math.log2(total)) + 1)
     far_ks = np.unique(np.round(2.0 ** (quarters / 4)))
     for k in far_ks[far_ks > r].astype(np.int64) if far else ():
-        if not np.isinf(first).any():
+        if not np.isnan(signed).any():
             break
         mark(int(k), np.array([k]))
-    done = first.reshape(-1, 8).max(axis=1)  # blocks away that the sector's last word is written
+    offsets = signed.reshape(-1, 8)
+    # blocks away that the sector's last word is written (inf: never found)
+    done = np.where(np.isnan(offsets).any(axis=1), np.inf, np.abs(np.nan_to_num(offsets)).max(axis=1))
     part = done > 0
     per_line = 4.0 if shared else len(sectors) / len(lines)
     if not part.any():
         return WrittenSectors(0.0, per_line)
     later = part & np.isfinite(done)
-    offsets = signed.reshape(-1, 8)
     writers = np.array([len(set(row)) for row in offsets.tolist()])
     span = np.nanmax(offsets, axis=1) - np.nanmin(offsets, axis=1)  # blocks from first writer to last
     # two writers (the block and one other): the measured curve at the distance between them, a fill
@@ -575,18 +573,25 @@ def block_key(indices: list[str], launch: Launch, blocks: np.ndarray) -> np.ndar
     return sum((coords[k] * 10**(6 * i) for i, k in enumerate(indices)), np.zeros_like(blocks))
 
 
-def first_wave_hits(accesses: list[Access], launch: Launch, waves: tuple[np.ndarray, ...]) -> float:
-    """Sectors the first wave's blocks find in L1: its blocks start together, each SM's as a recorded
-    map has them (coresidency.first_wave; the mean over the maps), and of the blocks on one SM that
-    share an array's block indices one misses and the others hit."""
+def shared_loads(accesses: list[Access], launch: Launch) -> list[tuple[list[str], float]]:
+    """(block indices its address uses, sectors a block loads) of each load that blocks share: its
+    address leaves out some grid dimension (blocks of one grid row reading A's rows)."""
     spanned = [k for k, g in zip(("bx", "by", "bz"), launch.grid, strict=True) if g > 1]
-    ids = np.arange(min(launch.blocks, len(waves[0])))
-    total = 0.0
+    out = []
     for a in _global(accesses, launch, store=False, invariant=False):
         keys = address_block_indices(a, launch)
-        if not keys or set(spanned) <= set(keys):
-            continue
-        (sectors,) = block_unique_chunks([a], launch, store=False)
+        if keys and not set(spanned) <= set(keys):
+            out.append((keys, block_unique_chunks([a], launch, store=False)[0]))
+    return out
+
+
+def first_wave_hits(loads: list[tuple[list[str], float]], launch: Launch, waves: tuple[np.ndarray, ...]) -> float:
+    """Sectors the first wave's blocks find in L1 of the `loads` (shared_loads): its blocks start
+    together, each SM's as a recorded map has them (coresidency.first_wave; the mean over the maps),
+    and of the blocks on one SM that share an array's block indices one misses and the others hit."""
+    ids = np.arange(min(launch.blocks, len(waves[0])))
+    total = 0.0
+    for keys, sectors in loads:
         key = block_key(keys, launch, ids)
         distinct = np.mean([np.unique(np.stack([wave[ids], key]), axis=1).shape[1] for wave in waves])
         total += sectors * (len(ids) - distinct)
@@ -607,18 +612,16 @@ def co_resident_hits(accesses: list[Access], launch: Launch, law: CoResidency | 
     Blocks sampled evenly over the grid."""
     if law is None or blocks_per_sm < 2 or launch.blocks < 2:
         return 0.0
+    loads = shared_loads(accesses, launch)
+    if not loads:
+        return 0.0
     first = min(launch.blocks, len(waves[0])) if waves else 0
-    early = first_wave_hits(accesses, launch, waves) if first else 0.0
+    early = first_wave_hits(loads, launch, waves) if first else 0.0
     if launch.blocks <= first:
         return early
     idx = np.unique(np.linspace(first, launch.blocks - 1, min(sample, launch.blocks - first)).astype(np.int64))
-    spanned = [k for k, g in zip(("bx", "by", "bz"), launch.grid, strict=True) if g > 1]
-    sharing = []  # per array load: its sectors, and per slot j the share of sampled blocks sharing it
-    for a in _global(accesses, launch, store=False, invariant=False):
-        keys = address_block_indices(a, launch)
-        if not keys or set(spanned) <= set(keys):
-            continue  # every block its own addresses
-        (sectors,) = block_unique_chunks([a], launch, store=False)
+    sharing = []  # per shared load: its sectors, and per slot j the share of sampled blocks sharing it
+    for keys, sectors in loads:
         own = block_key(keys, launch, idx)
         shared = np.zeros((blocks_per_sm - 1, len(idx)))
         for j in range(1, blocks_per_sm):
@@ -627,8 +630,6 @@ def co_resident_hits(accesses: list[Access], launch: Launch, law: CoResidency | 
                 ok = (d > 0) & (prev >= 0)
                 shared[j - 1, ok] += block_key(keys, launch, prev[ok]) == own[ok]
         sharing.append((sectors, shared / len(law.index_offsets)))
-    if not sharing:
-        return early
     times = np.clip(np.arange(1, blocks_per_sm)[:, None] / blocks_per_sm + law.time_offsets[None, :], 0, None)
     loaded = block_bytes / SECTOR * launch.blocks  # the sectors the blocks load from L1 without sharing
     later = (launch.blocks - first) / len(idx)  # blocks each sampled one stands for
