@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import TYPE_CHECKING
 
@@ -91,8 +92,13 @@ def test_a_sampled_count_enumerated_in_full_is_ncus():
     assert abs(sum(analyse(a, launch).requests for a in loads) - total) <= 1
 
 
+@functools.cache
+def _compared(name: str) -> pd.DataFrame:
+    return compare_holdout(name, "h200")
+
+
 def _holdout_rows(name: str, metric: str) -> pd.DataFrame:
-    t = compare_holdout(name, "h200")
+    t = _compared(name)
     t = t[t.metric == metric]
     return t.assign(**{p: t.params.map(lambda s, p=p: json.loads(s).get(p)) for p in ("n", "dist", "k", "m")})
 
