@@ -17,6 +17,13 @@ schedule recorded at another shape of the same kernel (`predicted_read_bytes`).
 Which partition an SM sits beside is not known: the replay puts SMs of even and odd %smid on either
 side (the first and second half of the SM ids gave the same counts within 3 % in the exploration).
 
+What it does not explain (found 2026-12-01): TILE 16 (its own schedule: +49...+79 % at B of 24-32 MiB,
+-32...-41 % at 45-48 MiB); ragged shapes out of sample (held-out set 28: TILE 32 and COARSE 2 read 24-65 %
+less than the H200 at 7 of 10 shapes); and the plain cyclic stream probe.l2_read (4 passes, each line
+read by one SM): simulated through these partitions it loses 11/36/72/90 % of its re-reads at 36/40/44/
+48 MiB, where the H200 loses 1/4/13/24 % (61/83 % at 52/56 MiB) - least-recently-used copies in both
+partitions hold less than the H200's L2 does.
+
 A block's B and A tiles are replayed in PHASE_GROUPS groups of its k phases, at the group's share of
 the block's recorded time; its C tile at its end. Line granularity is coarsened to those groups;
 WAYS counts them (half a group's B tile a way: each tile's lines are homed half in each partition).
