@@ -19,6 +19,12 @@ def launches():
     return {s.name: s for s in got}
 
 
+@pytest.fixture(scope="module")
+def orders():
+    """report.store_order's table of the recorded stamped launches: measured against the law's shares."""
+    return order_table("h200", ceilings("h200").partial_law.lost, device("h200").sm_count)
+
+
 def iqr(x: np.ndarray) -> float:
     q = np.percentile(x, [25, 75])
     return float(q[1] - q[0])
@@ -35,15 +41,13 @@ def test_write_order_spreads_with_the_blocks_per_sm(launches):
     assert padded[-1] > 1.5 * aligned, (padded, aligned)
 
 
-def test_lost_share_follows_the_law_at_the_order_blocks_write(launches):
+def test_lost_share_follows_the_law_at_the_order_blocks_write(orders):
     """ceilings.partial_law (fitted on probe.split_store's launch order) at the distances the writers'
     tickets put between them predicts the unswapped row transposes' lost share within 0.9-1.7x at 2-8
     blocks per SM; at launch order it is 2.5-6.6x under at 8. The model's recorded spread (read off
     9001 x 8556 only) carries to the other shapes (3001 x 8556, 9001 x 4278) within 0.9-2x, where launch
     order is 0.15-0.45x at 8 blocks per SM."""
-    law = ceilings("h200").partial_law
-    t = order_table("h200", law.lost, device("h200").sm_count)
-    plain = t[~t.swapped]
+    plain = orders[~orders.swapped]
     at_tickets = plain.tickets / plain.measured
     assert at_tickets.min() >= 0.9 and at_tickets.max() <= 1.7, plain.assign(ratio=at_tickets).to_string()
     held = plain[~plain.calibration]
@@ -54,7 +58,7 @@ def test_lost_share_follows_the_law_at_the_order_blocks_write(launches):
     assert (np.log(modelled[eight]).abs() < np.log(launch[eight]).abs()).all(), held.to_string()
 
 
-def test_swapped_grids_lose_less_than_their_order_says_a_known_gap(launches):
+def test_swapped_grids_lose_less_than_their_order_says_a_known_gap(launches, orders):
     """rows_swapped: the next block completes the shared sector, yet its tickets lie as far apart as the
     unswapped kernel's (hundreds of blocks at 8 per SM) - and L2 loses under a fifth of what the law
     says at those distances. The traffic between the writers is not all that decides: what lies
@@ -63,8 +67,7 @@ def test_swapped_grids_lose_less_than_their_order_says_a_known_gap(launches):
     assert len(swapped) >= 2
     for s in swapped:
         assert np.median(np.abs(np.diff(s.tickets))) > 100, s.name
-    t = order_table("h200", ceilings("h200").partial_law.lost, device("h200").sm_count)
-    gap = t[t.swapped]
+    gap = orders[orders.swapped]
     assert len(gap) == len(swapped) and (gap.measured < 0.2 * gap.tickets).all(), gap.to_string()
 
 
