@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pandas as pd
 
+from perfmodel.coresidency import recorded
 from perfmodel.l2replay import REPLAYED, band_errors, held_out_band
 from perfmodel.measurements import load
-from perfmodel.placement import recorded
 from perfmodel.suite.plan import case_id
 
 
@@ -27,7 +27,7 @@ def summary(name: str, t: pd.DataFrame) -> None:
 def main() -> None:
     data = load()
     ncu = data[data.source.eq("ncu") & data.metric.eq("dram__bytes_read.sum")].groupby("case_id").value.median()
-    placed = [(r.case, r.params, ncu[case_id(r.case, r.params)]) for r in recorded()
+    placed = [(r.case, r.params, ncu[case_id(r.case, r.params)]) for r in recorded("h200")
               if r.case in REPLAYED and 4 * r.params["k"] * r.params["n"] >= 20 << 20]
     print("recorded shapes, each with another shape's schedule:")
     summary("recorded", band_errors(placed))

@@ -6,6 +6,7 @@ and 8)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -35,6 +36,40 @@ def recorded_launches(device_key: str) -> list[tuple[str, list[Placement]]]:
         out.append((f.stem, [Placement(z["sm"][i], z["start_ns"][i], z["end_ns"][i], grid)
                              for i in range(len(z["sm"]))]))
     return out
+
+
+# experiments/placement.py's file kinds: the case and the parameters besides m, n, k
+KINDS = {"naive": ("matmul.naive", {}), "tiled": ("matmul.tiled", {"tile": 16}),
+         "tiled32": ("matmul.tiled", {"tile": 32}), "coarsened2": ("matmul.coarsened", {"tile": 32, "coarse": 2}),
+         "coarsened8": ("matmul.coarsened", {"tile": 32, "coarse": 8})}
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The launches recorded of one case at one shape."""
+
+    case: str
+    params: dict[str, int]
+    launches: list[Placement]
+
+
+@lru_cache(maxsize=4)
+def recorded(device_key: str) -> tuple[Recorded, ...]:
+    """Every placement experiments/placement.py recorded on a device (three launches of each case and shape)."""
+    out = []
+    for stem, launches in recorded_launches(device_key):
+        kind, m, n, k = re.fullmatch(r"placement-(\w+)-m(\d+)-n(\d+)-k(\d+)", stem).groups()
+        case, extra = KINDS[kind]
+        out.append(Recorded(case, {"m": int(m), "n": int(n), "k": int(k)} | extra, launches))
+    return tuple(out)
+
+
+def placements_of(device_key: str, case: str, params: dict[str, int]) -> tuple[Placement, ...]:
+    """The recorded launches of exactly this case and shape on a device; none where none is recorded."""
+    for r in recorded(device_key):
+        if r.case == case and r.params == {k: params.get(k) for k in r.params} and len(r.params) == len(params):
+            return tuple(r.launches)
+    return ()
 
 
 @dataclass(frozen=True)

@@ -192,7 +192,7 @@ def _kind(case: str, params: dict[str, int]) -> tuple:
 @functools.cache
 def _sources(device_key: str) -> tuple:
     """Every recorded launch of a kernel the replay knows (REPLAYED)."""
-    from .placement import recorded
+    from .coresidency import recorded
 
     return tuple(r for r in recorded(device_key) if r.case in REPLAYED)
 

@@ -2,13 +2,16 @@
 
 import numpy as np
 
-import perfmodel
 from perfmodel.coresidency import law
+from perfmodel.devices import device
+from perfmodel.models import _predict
+from perfmodel.suite.registry import get
 
 
-def _shared(case: str, **params: int) -> float:
-    """The share of loaded sectors the model has co-resident blocks find in L1 (0 where it has none)."""
-    notes = perfmodel.predict(case, "h200", **params).notes
+def _shared(case: str, placed: bool = False, **params: int) -> float:
+    """The share of loaded sectors the model has co-resident blocks find in L1 (0 where it has none):
+    by the pooled law, or (`placed`) as the launch's recorded placement has them where one is."""
+    notes = _predict(case, device("h200"), tuple(sorted(get(case).bind(**params).items())), placed=placed).notes
     shares = [float(n.split("share ")[1].split(" %")[0]) for n in notes if n.startswith("co-resident blocks share")]
     return shares[0] if shares else 0.0
 
@@ -57,3 +60,13 @@ def test_first_wave_shares_b_where_a_grid_row_divides_the_sms():
     wide66 = _shared("matmul.naive", m=1024, n=1056, k=1032)
     wide65 = _shared("matmul.naive", m=1024, n=1040, k=1032)
     assert wide66 > wide65 + 4
+
+
+def test_recorded_placement_replaces_the_law():
+    """Where a launch's placement was recorded (TILE 16 at 2048 x 4096 x 2048: the pooled law +6 % over
+    ncu's L1-requested sectors), the model shares L1 as those blocks met on the SMs, which share more;
+    a shape with none recorded keeps the law."""
+    recorded = {"m": 2048, "n": 4096, "k": 2048, "tile": 16}
+    assert _shared("matmul.tiled", placed=True, **recorded) > _shared("matmul.tiled", **recorded) + 3
+    other = {"m": 2048, "n": 4000, "k": 2048, "tile": 16}
+    assert _shared("matmul.tiled", placed=True, **other) == _shared("matmul.tiled", **other) > 0

@@ -14,7 +14,7 @@ import math
 import re
 
 from ..ceilings import ROUND_CHAIN_FMAS, ceilings
-from ..coresidency import first_wave
+from ..coresidency import first_wave, placements_of
 from ..coresidency import law as coresidency_law
 from ..devices import DeviceSpec
 from ..devices import device as lookup
@@ -156,7 +156,8 @@ def round_exposed_s(dev: DeviceSpec, blocks_per_sm: int, chain_fmas: float, tile
 
 
 @functools.lru_cache(maxsize=4096)
-def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...], barriers: bool = True) -> Prediction:
+def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...], barriers: bool = True,
+             placed: bool = True) -> Prediction:
     from ..suite.registry import get
 
     case = get(case_name)
@@ -191,7 +192,9 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                      # the first wave's blocks share L1 as the dispatcher placed them, where no barrier
                      # holds them in step (with barriers they miss on the same lines together: COARSE 4
                      # held out -11..-30 % with the map, TILE 16 and 32 at 1024 -2..-3 %)
-                     () if case.sync_after_loads or case.barrier_phases else first_wave(dev.key, blocks_per_sm))
+                     () if case.sync_after_loads or case.barrier_phases else first_wave(dev.key, blocks_per_sm),
+                     # where this launch's placement was recorded, the blocks share L1 as they met there
+                     placements_of(dev.key, case_name, p) if placed else ())
     dram, req = below.dram, below.requests
     if (replayed := predicted_read_bytes(case_name, p, launch.grid, resident, dev.key)) is not None:
         # B between the L2 partitions: the recorded schedule replayed, not the linear share

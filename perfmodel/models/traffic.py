@@ -19,11 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..coresidency import CoResidency
+from ..coresidency import CoResidency, Placement
 from ..devices import DeviceSpec
 from ..memory import Access, Launch, analyse
 from ..memory.lanes import WARP, distinct_sorted, sorted_keys
 from ..memory.pattern import BLOCK_VARS, AccessCount, _Bound
+from .placed import placed_hits
 
 SECTOR = 32
 
@@ -654,7 +655,8 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
              l1_share_bytes: float = math.inf, varying_sectors: float = 0.0,
              combine_share: float = 0.0, coresidency: CoResidency | None = None,
              partial_lost: Callable[[float], float] | None = None,
-             store_spread_blocks: np.ndarray | None = None, first_waves: tuple[np.ndarray, ...] = ()) -> Traffic:
+             store_spread_blocks: np.ndarray | None = None, first_waves: tuple[np.ndarray, ...] = (),
+             placements: tuple[Placement, ...] = ()) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block; `varying_sectors`:
     the exact L1 sectors of the loads that differ by block, which the sampled reuse scales). Writes: every
     store sector, or per block and line where L1 combines them. DRAM: compulsory bytes (or, with no
@@ -678,7 +680,16 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     if shared and fits:
         notes.append("block-invariant loads: each SM's L1 misses on them once")
     b = resident_blocks // dev.sm_count
-    if coresidency is not None and not math.isnan(per_block) and b > 1 and math.isfinite(l1_share_bytes):
+    placements = tuple(pl for pl in placements if len(pl.sm) == launch.blocks)
+    if placements and not math.isnan(per_block) and b > 1 and math.isfinite(l1_share_bytes):
+        ids = np.arange(launch.blocks)
+        loads = [(block_key(keys, launch, ids), sectors) for keys, sectors in shared_loads(accesses, launch)]
+        hits = placed_hits(loads, placements, b, per_block * SECTOR, l1_share_bytes * b, launch.blocks)
+        if hits > 0 and hits >= 0.005 * l2_read / SECTOR:
+            notes.append(f"co-resident blocks share {100 * hits * SECTOR / l2_read:.0f} % of the loaded sectors "
+                         f"in L1 (as this launch's {len(placements)} recorded placements met on the SMs)")
+            l2_read -= int(hits * SECTOR)
+    elif coresidency is not None and not math.isnan(per_block) and b > 1 and math.isfinite(l1_share_bytes):
         hits = co_resident_hits(accesses, launch, coresidency, b, dev.sm_count, per_block * SECTOR,
                                 l1_share_bytes * b, waves=first_waves)
         if hits > 0 and hits >= 0.005 * l2_read / SECTOR:

@@ -241,25 +241,26 @@ def _retention_figure(dev, table, ceil, folder: Path) -> str:
 
 
 def _placement(table: pd.DataFrame, folder: Path, page: Page) -> str:
-    """The L1-requested sectors with the recorded placements' sharing against ncu's, per recorded case
-    (a figure), and a one-line summary."""
-    from ..placement import explained
+    """The L1-requested sectors of the recorded launches against ncu's: the model, which shares L1 as
+    each launch's recorded placement met, beside the pooled start-spread law alone (a figure), and a
+    one-line summary."""
+    from ..placement import pooled_law_sectors
 
     t = table[table.metric.eq("l2_requested_read_sectors")].set_index("case_id")
-    est = {cid: v for cid, v in explained().items() if cid in t.index}
-    if not est:
+    law = {cid: v for cid, v in pooled_law_sectors().items() if cid in t.index}
+    if not law:
         return "none recorded"
-    off = {cid: v / t.measured[cid] - 1 for cid, v in est.items()}
-    labels = [cid.removeprefix("matmul.") for cid in est]
+    labels = [cid.removeprefix("matmul.") for cid in law]
     page.figures.append(("L1 sharing, recorded placements", figures.bars(
-        labels, {"model (pooled start spread) / ncu": [t.predicted[c] / t.measured[c] for c in est],
-                 "with its own recorded placement / ncu": [v / t.measured[c] for c, v in est.items()]},
+        labels, {"pooled start-spread law / ncu": [v / t.measured[c] for c, v in law.items()],
+                 "model (its own recorded placement) / ncu": [t.predicted[c] / t.measured[c] for c in law]},
         folder / "matmul_placement.png", "L1-requested sectors over ncu's: shared by co-resident blocks as "
-        "the model spreads their starts, and as each launch recorded them", "predicted / measured")))
-    model = [t.rel_error[c] for c in est]
-    return (f"{len(est)} recorded shapes (figure below): the placement puts every one within "
-            f"{100 * max(abs(e) for e in off.values()):.1f} % of ncu ({sum(abs(e) <= 0.05 for e in off.values())} "
-            f"within 5 %), the model {100 * min(model):+.0f}…{100 * max(model):+.0f} %")
+        "the pooled law spreads their starts, and as each launch's recorded placement met", "predicted / measured")))
+    model = [t.rel_error[c] for c in law]
+    off = [v / t.measured[c] - 1 for c, v in law.items()]
+    return (f"{len(law)} recorded shapes (figure below): with its own placement the model puts every one within "
+            f"{100 * max(map(abs, model)):.1f} % of ncu ({sum(abs(e) <= 0.05 for e in model)} within 5 %); the "
+            f"pooled law alone {100 * min(off):+.0f}…{100 * max(off):+.0f} % ({sum(abs(e) <= 0.05 for e in off)})")
 
 
 def _b_replay(data, folder: Path, page: Page) -> str:
@@ -321,15 +322,15 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
                       " 7.4).")
     page.text += (" The L1s of the naive kernel and of TILE 16 on grids wider than the SMs request up to 30 %"
                   " fewer sectors than their blocks' distinct ones: blocks of one grid row meet on an SM and"
-                  " share A's lines. Recorded placements (each block's SM, start and end) explain it where a"
-                  " block's loads hit the lines of the latest co-resident block sharing its rows, a line"
-                  " surviving the SM's fills since that block started as in an L1 that replaces at random"
-                  " (exp(-fills / L1 beside the carveout); nothing fitted): "
+                  " share A's lines. Where a launch's placement was recorded (each block's SM, start and end), the"
+                  " model lets a block's loads hit the lines of every block still running on its SM that shares"
+                  " its rows or columns, a line surviving the SM's fills since that block started as in an L1"
+                  " that replaces at random (exp(-fills / L1 beside the carveout); nothing fitted): "
                   f"{_placement(table, folder, page)}. TILE 16's blocks start T/8 apart on an SM (TILE 32's two T/2),"
                   " about one SM count of blocks apart, and its L1 holds about that long, so the share hangs on how"
-                  " their starts spread: the model takes the spread pooled over all recorded launches (the latest "
-                  "co-resident block j/B of a block's time and j SM counts of blocks back, give or take that "
-                  "spread; coresidency.law), which brings TILE 16's +10…+30 % to +3…+10 % (suite and held out).")
+                  " their starts spread: elsewhere the model takes the spread pooled over all recorded launches (the"
+                  " latest co-resident block j/B of a block's time and j SM counts of blocks back, give or take that "
+                  "spread; coresidency.law), which brings TILE 16's +10…+30 % to +3…+10 % (held out).")
     page.text += _b_replay(data, folder, page)
     d = table[(table.metric == "dram_read_bytes") & (table.case.isin(["matmul.tiled", "matmul.coarsened"]))].copy()
     d["m"] = param(d, "m")
