@@ -387,15 +387,16 @@ def test_dram_writes_with_the_residue(comparison):
 def test_l2_reads_requested_by_l1(comparison):
     """What the SMs' L1s request from L2 (l1tex__m_xbar2l1tex_read_sectors): the distinct sectors
     each block loads (the grid's edge blocks weighed by their number), block-invariant addresses once
-    per SM, less what co-resident blocks of one grid row share in L1 (models.traffic.co_resident_hits:
-    block starts spread as the recorded placements spread, lines kept as an L1 replacing at random
-    keeps them; the first wave's blocks as the dispatcher places them where no barrier holds them in
-    step: at 1024 x 1048 and 1056, 66 blocks a grid row, blocks 132 apart on one SM share B's columns,
-    +10/+12 % -> +2/+4 %). Within 5 % everywhere but where that sharing is larger than the law has it: the
-    naive matmul at 1024 and 2048 (+7..+9 %, k a multiple of 1024: held-out 26 has 825 x 1342 x 1024 +8 %
-    and 1024 x 1024 x 4096 +9 % too), TILE 16 with more blocks per grid row
-    than SMs (+0..+7 %; +13..+30 % without the sharing, +3..+10 % with every load charged an L1 fill, the
-    hits included), and the barrier-round probes at two blocks
+    per SM, less what co-resident blocks of one grid row share in L1: as the launch's recorded placement
+    has them meet where one is recorded (models.placed), else with block starts spread as the recorded
+    placements spread (models.traffic.co_resident_hits), lines kept as an L1 replacing at random keeps
+    them; the first wave's blocks as the dispatcher places them where no barrier holds them in step: at
+    1024 x 1048 and 1056, 66 blocks a grid row, blocks 132 apart on one SM share B's columns, +10/+12 %
+    -> +2/+4 %). Within 5 % everywhere but TILE 16 with more blocks per grid row than SMs (+0..+6 %,
+    2048 x 3072 x 2048 with its own placement; the pooled law alone +7 % at 1536 x 6144 and 2560 x 5376,
+    +13..+30 % without the sharing), the naive matmul where k is a multiple of 1024 and no placement is
+    recorded (held-out 26: 825 x 1342 x 1024 +8 %, 1024 x 1024 x 4096 +9 %; the pooled law gives the
+    recorded 1024 and 2048 +7/+9 %, their own placements +3/+1 %), and the barrier-round probes at two blocks
     per SM (+5..+10 %: its blocks cycle through one tile pool, and two on an SM sometimes meet within
     what L1 holds). Reuse within a block counts only within a window of its longest loop that fits in
     its share of L1 (the probe at one block per SM: exact, 8x fewer sectors without the window)."""
