@@ -6,12 +6,16 @@ from __future__ import annotations
 import functools
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .devices import DeviceSpec
 from .devices import device as lookup
 from .measurements import load, median_times, written_back
+
+if TYPE_CHECKING:
+    from .models.combining import StoreCombining
 
 ROUND_CHAIN_FMAS = 32  # probe.barrier_rounds' work per round (tiled matmul's at TILE 32)
 
@@ -63,7 +67,7 @@ class Ceilings:
     l2_write_fill_requests_per_s: Ceiling | None = None  # ... that allocate whole sectors missing in L2
     l2_write_rmw_requests_per_s: Ceiling | None = None  # ... that miss with sectors written in part
     l2_input_per_s: Ceiling | None = None  # crossbar transfers into the L2 slices (traffic.l2_input_units)
-    l1_store_combine_share: Ceiling | None = None  # of a block's same-line stores after loads (traffic.l1_combines)
+    store_combining: StoreCombining | None = None  # what L1 combines of a block's warps' stores (models.combining)
     blocks_per_s: Ceiling | None = None  # thread blocks launched and retired
     # probe.barrier_rounds: one load -> barrier -> compute -> barrier round, one block per SM, without
     # a multiply-add chain and with one of ROUND_CHAIN_FMAS (tiled matmul's at TILE 32)
@@ -362,28 +366,6 @@ def _partial_loss(data, times, dev: DeviceSpec) -> dict[str, object]:
         tuple(sorted({*cal.case_id, *cal.aligned_id})))}
 
 
-def _l1_store_combine(data) -> Ceiling | None:
-    """The share of (store, line) pairs L1 combines when a block's 8 warps, each having loaded first,
-    write the same lines (probe.piece_store, dist 1, the largest launch): 1 - ncu's L2 write requests
-    over the pairs the warps issue."""
-    from .models.traffic import case_l1
-    from .suite.registry import get
-
-    rows = data[(data.source == "ncu") & (data.case == "probe.piece_store")
-                & (data.metric == "lts__t_requests_srcunit_tex_op_write.sum")]
-    best = None
-    for cid, g in rows.groupby("case_id"):
-        p = json.loads(g.params.iloc[0])
-        if p.get("dist") == 1 and (best is None or p["n"] > best[1]["n"]):
-            best = (cid, p, float(g.value.median()))
-    if best is None:
-        return None
-    cid, p, requests = best
-    pairs = case_l1(get("probe.piece_store"), p).store_lines
-    return Ceiling("L1 combining a block's same-line stores (warps that load first)", 1 - requests / pairs, "",
-                   f"measured: {cid} (ncu's L2 write requests over the warps' (store, line) pairs)")
-
-
 def _case_ids(df, case: str) -> list[str]:
     return sorted(set(df[df.case == case].case_id))
 
@@ -480,8 +462,10 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
         if (m := measured("probe.store_lines", _l2_input_rate(dev))):
             extra["l2_input_per_s"] = Ceiling("crossbar transfers into L2 (a sector, a byte mask, a read request)",
                                               m[0], "1/s", f"measured: {m[1]}")
-        if (combine := _l1_store_combine(data)):
-            extra["l1_store_combine_share"] = combine
+        from .models.combining import calibrate
+
+        if (combining := calibrate(data)):
+            extra["store_combining"] = combining
         if (startup := _stream_startup(data, times, launch_s)):
             extra["stream_startup_s"] = startup
         if (dirty := _dirty_at_end(data)):

@@ -181,12 +181,11 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     l1_share = (dev.l1_bytes_per_sm - occ.carveout_bytes) / max(blocks_per_sm, 1)  # L1 cache per resident block
     varying = sum(c.sectors for a, c in zip(accesses, counts, strict=True) if a.space == "global" and not a.store
                   and a.l1_cached and not block_invariant(a, launch))
-    combine = ceil.l1_store_combine_share.value if ceil.l1_store_combine_share else 0.0
     compulsory = case.compulsory_bytes(p)
     # blocks that store after a barrier write at the end of their lives, whose lengths spread
     order = store_spread(dev.key) if case.sync_after_loads else None
     below = below_l1(dev, accesses, launch, l1, compulsory, resident, case.model, p, ceil.l2_loss,
-                     l1_share, varying, combine, coresidency_law(dev.key),
+                     l1_share, varying, ceil.store_combining, coresidency_law(dev.key),
                      ceil.partial_law.lost if ceil.partial_law else None,
                      order.blocks(blocks_per_sm, dev.sm_count) if order else None,
                      # the first wave's blocks share L1 as the dispatcher placed them, where no barrier

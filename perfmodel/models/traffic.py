@@ -24,6 +24,7 @@ from ..devices import DeviceSpec
 from ..memory import Access, Launch, analyse
 from ..memory.lanes import WARP, distinct_sorted, sorted_keys
 from ..memory.pattern import BLOCK_VARS, AccessCount, _Bound
+from .combining import SEAMS, StoreCombining, store_combined
 from .placed import placed_hits
 
 SECTOR = 32
@@ -653,7 +654,7 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
              compulsory: tuple[int, int], resident_blocks: int, family: str, params: dict[str, int],
              pass_loss: Callable[[float], float | None] = lambda footprint: None,
              l1_share_bytes: float = math.inf, varying_sectors: float = 0.0,
-             combine_share: float = 0.0, coresidency: CoResidency | None = None,
+             combining: StoreCombining | None = None, coresidency: CoResidency | None = None,
              partial_lost: Callable[[float], float] | None = None,
              store_spread_blocks: np.ndarray | None = None, first_waves: tuple[np.ndarray, ...] = (),
              placements: tuple[Placement, ...] = ()) -> Traffic:
@@ -731,13 +732,19 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params, pass_loss)
     notes.append(dram.note)
     near = dev.l2_partition_bytes  # what L2 holds before first writes cost fills
-    kept = 1 - combine_share if combine_share and l1_combines(l1, launch) else 1.0
+    waves = launch.blocks / max(resident_blocks, 1)
+    same_lines = l1_combines(l1, launch)
+    comb = (store_combined(combining, accesses, launch, l1.store_sectors, l1.store_lines, waves, same_lines)
+            if l1.load_requests else None)
     req = l2_requests(l1, l2_read, written, shape.partial_share if partial else 0.0, sum(compulsory), near,
-                      l1.load_requests > 0, kept)
-    l2_write = int(l1.store_sectors * kept) * SECTOR
-    if kept < 1:
-        notes.append(f"the block's warps write the same lines: L1 combines {100 * (1 - kept):.0f} % of their "
-                     "stores, as measured on probe.piece_store (timing-dependent)")
+                      l1.load_requests > 0, comb.request_share if comb else 1.0)
+    l2_write = int(l1.store_sectors * (comb.sector_share if comb else 1.0)) * SECTOR
+    if comb:
+        what = ("the block's warps write the same lines" if comb.pattern != SEAMS else
+                "neighbouring warps' stores meet in a sector")
+        notes.append(f"{what}: L1 combines {100 * (1 - comb.sector_share):.1f} % of the store sectors at "
+                     f"{waves:.2g} waves ({comb.pattern} law, measured against "
+                     "the launch's waves: models.combining)")
     if req.merged:
         notes.append("stores of the block's warps combined per line in L1 (no global loads)")
         l2_write = l1.store_block_sectors * SECTOR
