@@ -30,7 +30,7 @@ def held(request):
 
 def test_predictions_were_frozen_before_the_run_measured_them(held):
     name, (header, preds), data, _ = held
-    # 33-41 random draws a set; 20 in set 8, drawn to test one rule; 9-20 in sets 24, 26, 27, chosen by hand
+    # 33-41 random draws a set; 20 in set 8, drawn to test one rule; 9-20 in sets 24, 26, 27, 29, chosen by hand
     assert len(preds) >= 9 and header["commit"] and not header["commit"].endswith("-dirty")
     runs = data.drop_duplicates("run_id")
     assert len(runs) and (runs.utc > header["utc"]).all(), f"{name}: a run predates its frozen predictions"
@@ -125,13 +125,33 @@ def test_eight_writers_lost_at_their_span_out_of_sample():
 
 def test_l1_combines_more_of_a_small_launchs_pieces():
     """Set 24: L1 combines a block's 4-byte piece stores (dist 1) more the fewer the waves - measured L2
-    write sectors 28 % under the model (calibrated at 2^26 words) at 2^20 words, 11 % at 2^23, 2 % at
-    2^25, none at 2^27: a gap (the model takes one share for every launch size)."""
+    write sectors 28 % under the model as frozen (one share, calibrated at 2^26 words) at 2^20 words, 11 %
+    at 2^23, 2 % at 2^25, none at 2^27. The combining law against waves (models.combining, read off plan
+    h200_combine's runs at these sizes, measured a day later) puts this earlier run within 1 % at every
+    size, the lines-apart variant within 6 % (2^21: -5.8 %): the run-to-run spread of the share."""
     t = _holdout_rows("h200_holdout24", "l2_write_sectors")
-    t = t[t.case.eq("probe.piece_store") & t.dist.eq(1)].sort_values("n")
-    ratio = (t.measured / t.predicted).to_numpy()
-    assert len(t) >= 5 and ratio[0] < 0.8 and abs(ratio[-1] - 1) < 0.02 and ratio[-2] > ratio[0], t
-    assert (t.rel_error > -0.02).all(), t[["case_id", "rel_error"]]
+    t = t[t.case.isin(["probe.piece_store", "probe.piece_spread"]) & t.dist.eq(1)].sort_values("n")
+    store = t[t.case.eq("probe.piece_store")]
+    ratio = (store.measured / store.predicted).to_numpy()
+    assert len(store) >= 5 and ratio[0] < 0.8 and abs(ratio[-1] - 1) < 0.02 and ratio[-2] > ratio[0], store
+    assert (store.rel_error > -0.02).all(), store[["case_id", "rel_error"]]
+    assert store.rel_error_now.abs().max() < 0.015 and t.rel_error_now.abs().max() < 0.06, t
+
+
+def test_recorded_placement_out_of_sample():
+    """Set 29 (chosen by hand, frozen before measured; placements recorded in the same device calls,
+    after): the naive matmul and TILE 16 at shapes never placed. As frozen (the pooled start-spread
+    law) the L1s' requests from L2 were +5..+9 % over ncu at 8 of 10 shapes; with each shape's own
+    placement the naive kernel comes within 4 % at all five, TILE 16 within 0.5 % at two of five and
+    +6..+9 % at the other three (k = 1024: 1536 x 3584, 3072 x 5120, 2048 x 4608) - the placement
+    closes the naive kernel's gap, not all of TILE 16's."""
+    t = _holdout_rows("h200_holdout29", "l2_requested_read_sectors")
+    assert len(t) == 10 and (t.rel_error > 0.045).sum() >= 8
+    naive, tiled = t[t.case.eq("matmul.naive")], t[t.case.eq("matmul.tiled")]
+    assert naive.rel_error_now.abs().max() < 0.04, naive[["case_id", "rel_error", "rel_error_now"]]
+    assert (tiled.rel_error_now.abs() < 0.01).sum() >= 2 and tiled.rel_error_now.between(0, 0.09).all(), tiled
+    times = _holdout_rows("h200_holdout29", "time_s")
+    assert times.rel_error.abs().max() < 0.05, times[["case_id", "rel_error"]]
 
 
 def test_naive_matmul_l1_requests_follow_the_row_alignment():

@@ -426,8 +426,8 @@ def test_l1_reuse_across_blocks_follows_the_recorded_placement(comparison):
     from perfmodel.placement import pooled_law_sectors
 
     t = comparison[comparison.metric.eq("l2_requested_read_sectors")].set_index("case_id")
-    law = pooled_law_sectors()
-    assert len(law) >= 51 and set(law) <= set(t.index)
+    law = {cid: v for cid, v in pooled_law_sectors().items() if cid in t.index}  # the rest: held-out set 29
+    assert len(law) >= 51
     model = t.rel_error[list(law)].abs()
     assert model.max() < 0.06, model.sort_values().tail()
     assert (model <= 0.05).sum() >= 50, model.sort_values().tail()
@@ -489,7 +489,8 @@ def test_l1_tag_stage_passes(comparison):
     offset, stride = params.map(lambda p: p.get("offset", 0)), params.map(lambda p: p.get("stride", 1))
     shifted = t.case.isin(["mem.global_store", "mem.global_load", "probe.split_store"]) & (offset % 32 != 0) & (
         stride == 1) & ~(t.case.eq("mem.global_load") & t.metric.eq("global_store_tag_wavefronts"))
-    assert shifted.sum() >= 10 and t[shifted].rel_error.abs().max() < 0.001, describe(t[shifted])
+    near = (t.measured - t.predicted).abs() <= (0.001 * t.measured).clip(lower=1)  # the 15/14 rounds at 16 Ki
+    assert shifted.sum() >= 10 and near[shifted].all(), describe(t[shifted & ~near])
     rows = t[t.case.isin(["transpose.rows", "transpose.rows_swapped"])]
     off = rows.rel_error.abs() >= 0.01
     assert len(rows) >= 50 and (~off).mean() >= 0.95, describe(rows[off])
@@ -520,19 +521,21 @@ def test_l2_write_requests(comparison):
     t = comparison[(comparison.metric == "l2_write_requests") & ~comparison.kind.eq("counter-merged")]
     assert len(t) >= 300
     big = t[t.measured >= 10_000]
-    # shifted copies, warps next to each other: L1 combines some neighbouring warps' partial sectors
-    # (3 % of the requests at 256 MiB, 7 % at 16 MiB; none where the warps are dist >= 8 apart)
+    # shifted copies, warps next to each other: L1 combines the sector at the seam of two neighbouring
+    # warps' stores, the more the shorter the launch (models.combining: 58 % of the seams at 0.06
+    # waves, 7 % at 500, read off plan h200_combine's sizes; the suite's 16 Mi and 256 Mi test it)
     shifted = big.case.eq("mem.global_store") & big.params.map(lambda s: json.loads(s).get("offset", 0) % 32 != 0)
-    assert big[shifted].rel_error.between(0, 0.08).all(), describe(big[shifted])
+    assert shifted.sum() >= 10 and big[shifted].rel_error.abs().max() < 0.05, describe(big[shifted])
     big = big[~shifted]
-    # a block's 8 warps writing word k of the same 32 sectors after one load each: L1 combined 55-66 %
-    # of the (store, line) pairs (probe.piece_store, dist 1; probe.piece_spread as well, its 8 lines a
-    # row apart: not L1's set mapping) - though the naive transpose's warps, as close, are not
-    # combined (exact above: 32 lines a store, not 8). How much is timing; the model takes the share
-    # measured on one of them (traffic.l1_combines, 58.5 %): within 21 % at the smallest
+    # a block's 8 warps writing word k of the same 32 sectors after one load each: L1 combined 55-70 %
+    # of the (store, line) pairs (probe.piece_store, dist 1; probe.piece_spread, its 8 lines a row
+    # apart, 1-3 points fewer) - though the naive transpose's warps, as close, are not combined (exact
+    # above: 32 lines a store, not 8). Timing: the more waves, the less (models.combining, read off
+    # h200_combine's sizes); the suite's 4, 16 and 64 Mi within 8 % (4 Mi pieces, +7 %: 2 and 8 Mi
+    # bracket it at 0.334 and 0.377 sectors a word, it measured 0.332)
     pieces = big.case.isin(["probe.piece_store", "probe.piece_spread"]) & big.params.map(
         lambda s: json.loads(s).get("dist") == 1)
-    assert pieces.sum() >= 6 and big[pieces].rel_error.abs().max() < 0.21, describe(big[pieces])
+    assert pieces.sum() >= 6 and big[pieces].rel_error.abs().max() < 0.08, describe(big[pieces])
     big = big[~pieces]
     assert big.rel_error.abs().max() < 0.05, describe(big[big.rel_error.abs() >= 0.05])
     small = t[t.measured < 10_000]  # 32 Ki-element microbenchmarks: a few lines combine at the edges
