@@ -11,26 +11,30 @@ REASONS: list[tuple[str, str, str]] = [
     ("smem_", "", "the L1 data stage passes more where global loads and stores share it (ncu calls them bank "
                   "conflicts); the per-instruction counts are exact - not modelled"),
     ("l2_requested_read_sectors", "matmul.", "blocks sharing A's rows meet on an SM and share its lines in L1: "
-                                             "the model has the sharing at the spread of 153 recorded launches' block "
-                                             "starts (coresidency.law), the first wave's as the dispatcher placed "
-                                             "them (coresidency.first_wave); the naive kernel at k a multiple of "
-                                             "1024 shares more (+7…+9 %), TILE 16 on the widest grids too "
-                                             "(+0…+7 %); with "
-                                             "each one's own placement, all 51 within 5.9 % (perfmodel.placement). "
+                                             "as the launch's recorded placement has them meet where one is "
+                                             "(models.placed: 51 suite shapes within 5.7 %; held-out 29, naive "
+                                             "within 3.6 %, TILE 16 +6…+9 % at three of five), else at the spread "
+                                             "of 183 recorded launches' block starts (coresidency.law; the naive "
+                                             "kernel at k a multiple of 1024 +7…+9 %), the first wave's as the "
+                                             "dispatcher placed them (coresidency.first_wave). "
                                              "The naive kernel's L1 reuse also follows A's row alignment: k = 2323 "
                                              "and 2803 request 13-31 % more than the model at three shapes, k beside "
                                              "them within 5 %, its L1 lookups missing 16 % of the sectors there "
                                              "against 13 % (held-out 26, 27: L1 loses lines early, which ones is "
                                              "not found); grid rows of 66 blocks 5-16 % fewer"),
+    ("l2_requested_read_sectors", "probe.barrier_", "two blocks on an SM cycle through one tile pool ~80-140 tiles "
+                                                    "apart and drift into reading the same tiles within what L1 "
+                                                    "holds (5-10 % fewer sectors; one block per SM exact): no "
+                                                    "placement or law predicts the drift"),
     ("warp_instructions", "probe.", "the SASS-region fit counts loops by their memory instructions: the FMA/DFMA "
                                     "probes' compute loops hold none and go uncounted (their time is the FP pipe's)"),
     ("l2_write_", "matmul.coarsened", "a warp's consecutive C stores share lines: L1 combines some, at times - "
                                       "L2 counts between the prediction and the all-combined bound (tested)"),
     ("l2_read_sectors", "", "the L2 slices merge requests for one sector that arrive together: the prediction "
                             "(what the L1s request) is an upper bound"),
-    ("l2_write_", "mem.global_store", "L1 sometimes merges neighbouring warps' partial sectors "
-                                      "(timing-dependent: shifted copies 3-7 % fewer requests, none where the "
-                                      "warps are 8 or more apart, probe.split_store)"),
+    ("l2_write_", "mem.global_store", "L1 combines neighbouring warps' seam sectors at the share measured "
+                                      "against the launch's waves (models.combining, plan h200_combine): "
+                                      "timing, so the share scatters around the law"),
     ("dram_", "probe.split_store", "partial sectors L2 loses before their second writer (the loss law, fitted "
                                    "at 128/512 MiB a buffer): L2 writes back 0.27-0.68 more per fill, the "
                                    "model 0.5 (each lost sector's two pieces written back apart)"),
@@ -38,10 +42,10 @@ REASONS: list[tuple[str, str, str]] = [
                                    "span, one fill and two write-backs each (72 % filled at 28 MiB, the law 67 %); "
                                    "reads within 5 % from 14 MiB, but at 7 MiB the law says 11 %, L2 lost 3 %; "
                                    "at 56 MiB L2 wrote each sector back 3 times, the model twice (held-out 24)"),
-    ("l2_write_", "probe.piece_", "L1 combines a block's 4-byte piece stores at the share measured at 2^26 words "
-                                  "(58-66 % of the (store, line) pairs); smaller launches combine more - 28 % fewer "
-                                  "sectors at 2^20 words, 2 % at 2^25 (held-out 24) - and lines 8-256 apart less "
-                                  "(-7 %): the model takes one share"),
+    ("l2_write_", "probe.piece_", "L1 combines a block's 4-byte piece stores at a share that falls with the "
+                                  "launch's waves (models.combining, read off plan h200_combine's sizes): 2^22 "
+                                  "words measured 0.332 sectors a word where 2^21 and 2^23 measured 0.334 and "
+                                  "0.377 - timing, the share scatters around the law"),
     ("dram_", "transpose.naive", "L2 fills from DRAM some sectors it holds no data of that warps write in 4-byte "
                                  "pieces (checks/fills_check.csv): the model takes the share measured at 32 x 8 "
                                  "threads; 2 and 4 block rows fill a little more, 32 less"),
@@ -62,9 +66,11 @@ REASONS: list[tuple[str, str, str]] = [
     ("time_s", "probe.copy", "copies of a few MiB end with up to ~20 MB of their writes still in L2"),
     ("time_s", "mem.global_store", "copies of a few MiB end with their writes still in L2 (as probe.copy); "
                                    "scattered 4-byte stores: the L2 request rates of probe.store_lines"),
-    ("time_s", "probe.piece_store", "dist 1: L1 combined 58-66 % of the block's stores though each thread loads "
-                                    "first (the naive transpose's are not), and the model charges the crossbar "
-                                    "into L2 for every one (+119..+126 %); how much L1 combines is not modelled"),
+    ("time_s", "probe.piece_store", "dist 1 at 2^20-2^25 words: with L1's combining now counted right (the "
+                                    "waves law) the crossbar carries fewer requests and the model runs 8-15 % "
+                                    "fast - the time rule had leaned on a share too small for short launches"),
+    ("time_s", "probe.piece_spread", "as probe.piece_store: short launches 8-15 % fast since their combining "
+                                     "is counted right"),
     ("time_s", "probe.split_store", "segments stored out of address order (dist 8-262144) run 2-13 % slower "
                                     "than in order at the same bytes (DRAM locality, not modelled); the fills of "
                                     "partial sectors L2 loses first are charged by the law fitted at other sizes"),
