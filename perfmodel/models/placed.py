@@ -5,6 +5,7 @@ dispatcher's choice for that launch, and the pooled law spreads it over every re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,6 +62,13 @@ def placed_hits(loads: list[tuple[np.ndarray, float]], placements: tuple[Placeme
             per_launch.append(total)
         return float(np.mean(per_launch))
 
+    return settled(hits, block_bytes, loaded)
+
+
+def settled(hits: Callable[[float], float], block_bytes: float, loaded: float) -> float:
+    """L1 hits fill nothing: the sectors `hits(fill bytes per block)` finds, at the fills of a block's
+    `block_bytes` less the hits' share of the `loaded` sectors - iterated to that fixed point (a few
+    steps: the share is well under one)."""
     got = hits(block_bytes)
     for _ in range(8):
         again = hits(block_bytes * max(0.0, 1 - got / loaded)) if loaded else got

@@ -25,7 +25,7 @@ from ..memory import Access, Launch, analyse
 from ..memory.lanes import WARP, distinct_sorted, sorted_keys
 from ..memory.pattern import BLOCK_VARS, AccessCount, _Bound
 from .combining import SEAMS, StoreCombining, store_combined
-from .placed import placed_hits
+from .placed import placed_hits, settled
 
 SECTOR = 32
 
@@ -641,13 +641,7 @@ def co_resident_hits(accesses: list[Access], launch: Launch, law: CoResidency | 
         return early + later * sum(sectors * float(np.sum(1 - np.prod(1 - kept[:, None] * shared, axis=0)))
                                    for sectors, shared in sharing)
 
-    got = hits(block_bytes)
-    for _ in range(8):  # fills less the hits: converges in a few steps (the share is well under one)
-        again = hits(block_bytes * max(0.0, 1 - got / loaded)) if loaded else got
-        if abs(again - got) <= 1e-3 * max(got, 1.0):
-            return again
-        got = again
-    return got
+    return settled(hits, block_bytes, loaded)
 
 
 def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traffic,
