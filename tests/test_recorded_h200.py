@@ -422,7 +422,7 @@ def test_l1_reuse_across_blocks_follows_the_recorded_placement(comparison):
     every live co-resident block sharing its indices, each line surviving the SM's fills since that
     block started as in an L1 that replaces at random (nothing fitted): every recorded case within
     6 % of ncu, 50 of 51 within 5 %. The pooled start-spread law alone (what shapes with no recorded
-    placement get) within 11 %, 41 within 5 %."""
+    placement get) -3..+8 %, 43 within 5 %."""
     from perfmodel.placement import pooled_law_sectors
 
     t = comparison[comparison.metric.eq("l2_requested_read_sectors")].set_index("case_id")
@@ -432,7 +432,7 @@ def test_l1_reuse_across_blocks_follows_the_recorded_placement(comparison):
     assert model.max() < 0.06, model.sort_values().tail()
     assert (model <= 0.05).sum() >= 50, model.sort_values().tail()
     off = {cid: abs(v / t.measured[cid] - 1) for cid, v in law.items()}
-    assert max(off.values()) < 0.11 and sum(e <= 0.05 for e in off.values()) >= 41, off
+    assert max(off.values()) < 0.09 and sum(e <= 0.05 for e in off.values()) >= 43, off
 
 
 def test_l2_slices_count_merged_requests(comparison):
