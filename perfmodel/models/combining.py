@@ -111,12 +111,28 @@ CALIBRATION = (
 )
 
 
-def calibrate(data) -> StoreCombining | None:
-    """The laws from the recorded calibration probes (ncu: L2 write sectors from L1 against the sectors
-    the warps store, the waves ncu reports); None where none is recorded."""
+def observed(ncu, pattern: str, case: str, params: dict[str, int]) -> tuple[float, float] | None:
+    """(waves, share L1 combined) of one recorded launch of a pattern's probe (`ncu`: the ncu rows of
+    measurements.load): the L2 write sectors from L1 against the sectors its warps store, over what
+    the pattern makes combinable; None where ncu did not count it."""
     from ..suite.plan import case_id
     from ..suite.registry import get
     from .traffic import case_l1
+
+    got = ncu[ncu.case_id.eq(case_id(case, params))].groupby("metric").value.median()
+    if not {"lts__t_sectors_srcunit_tex_op_write.sum", "launch__waves_per_multiprocessor"} <= set(got.index):
+        return None
+    kc = get(case)
+    l1 = case_l1(kc, params)
+    stored = l1.store_sectors - got["lts__t_sectors_srcunit_tex_op_write.sum"]
+    combinable = seam_sectors(kc.accesses(params), kc.launch(params)) if pattern == SEAMS else l1.store_sectors
+    return float(got["launch__waves_per_multiprocessor"]), float(max(0.0, stored / combinable))
+
+
+def calibrate(data) -> StoreCombining | None:
+    """The laws from the recorded calibration probes; None where none is recorded."""
+    from ..suite.plan import case_id
+    from ..suite.registry import get
 
     ncu = data[data.source.eq("ncu")]
     curves, cases = [], []
@@ -124,16 +140,9 @@ def calibrate(data) -> StoreCombining | None:
         points = []
         for n in sizes:
             p = get(case).bind(**fixed, n=n)
-            rows = ncu[ncu.case_id.eq(case_id(case, p))]
-            got = rows.groupby("metric").value.median()
-            if not {"lts__t_sectors_srcunit_tex_op_write.sum", "launch__waves_per_multiprocessor"} <= set(got.index):
-                continue
-            kc = get(case)
-            l1 = case_l1(kc, p)
-            stored = l1.store_sectors - got["lts__t_sectors_srcunit_tex_op_write.sum"]
-            combinable = seam_sectors(kc.accesses(p), kc.launch(p)) if pattern == SEAMS else l1.store_sectors
-            points.append((float(got["launch__waves_per_multiprocessor"]), float(max(0.0, stored / combinable))))
-            cases.append(case_id(case, p))
+            if (point := observed(ncu, pattern, case, p)) is not None:
+                points.append(point)
+                cases.append(case_id(case, p))
         if len(points) >= 2:
             points.sort()
             curves.append((pattern, tuple(w for w, _ in points), tuple(s for _, s in points)))

@@ -199,6 +199,8 @@ def ceilings_study(dev, data, table, ceil, folder: Path) -> Page:
             busy, "transfers", "busy_s", "combined", folder / "l2_input.png",
             "The crossbar into L2: ncu's busy time vs the model's transfers", "transfers (model)",
             "busy time of lts__xbar2lts (s, ncu)", "L1 combines part (model: measured share)")))
+    if ceil.store_combining:
+        page.figures.append(("L1 store combining", _combining_figure(data, ceil.store_combining, folder)))
     page.text = ("Measured ceilings replace the datasheet where recorded; the source column says which is which. "
                  "A DRAM stream pays a start-up and drain once (the intercept of the float4 read stream's time "
                  "against bytes, beyond the launch): a 1 MiB read takes 4 µs where its bytes alone take 0.2 µs. "
@@ -216,6 +218,25 @@ def ceilings_study(dev, data, table, ceil, folder: Path) -> Page:
     page.tables = [("Ceilings", cs), ("Probe times", table[(table.study == "ceilings") & (table.kind == "time")]
                                       [["case_id", "predicted", "measured", "rel_error", "baseline"]])]
     return page
+
+
+def _combining_figure(data, law, folder: Path) -> str:
+    """The share of combinable store sectors L1 combined against the launch's waves: the law (read off
+    plan h200_combine) and every recorded launch of its probes, those it was read off and the others."""
+    from ..models.combining import CALIBRATION, observed
+
+    ncu = data[data.source.eq("ncu")]
+    rows = []
+    for pattern, case, fixed, _ in CALIBRATION:
+        for params in {r for r in ncu[ncu.case.eq(case)].params}:
+            p = json.loads(params)
+            if {k: p.get(k) for k in fixed} == fixed and (point := observed(ncu, pattern, case, p)):
+                rows.append({"waves": point[0], "measured": point[1], "law": law.share(pattern, point[0]),
+                             "pattern": pattern})
+    return figures.lines(pd.DataFrame(rows), "waves", [("law", "-", "law"), ("measured", "o", "ncu")],
+                         folder / "store_combining.png", "L1 store combining by launch length "
+                         "(models.combining)", "waves (blocks / resident blocks)",
+                         "share of the combinable sectors combined", group="pattern", logx=True)
 
 
 def _retention_figure(dev, table, ceil, folder: Path) -> str:
