@@ -67,9 +67,9 @@ REASONS: list[tuple[str, str, str]] = [
     ("time_s", "mem.global_store", "copies of a few MiB end with their writes still in L2 (as probe.copy); "
                                    "scattered 4-byte stores: the L2 request rates of probe.store_lines"),
     ("time_s", "probe.piece_store", "dist 1 at 2^20-2^25 words: with L1's combining now counted right (the "
-                                    "waves law) the crossbar carries fewer requests and the model runs 8-15 % "
+                                    "waves law) the crossbar carries fewer requests and the model runs 3-15 % "
                                     "fast - the time rule had leaned on a share too small for short launches"),
-    ("time_s", "probe.piece_spread", "as probe.piece_store: short launches 8-15 % fast since their combining "
+    ("time_s", "probe.piece_spread", "as probe.piece_store: short launches 2-15 % fast since their combining "
                                      "is counted right"),
     ("time_s", "probe.split_store", "segments stored out of address order (dist 8-262144) run 2-13 % slower "
                                     "than in order at the same bytes (DRAM locality, not modelled); the fills of "
