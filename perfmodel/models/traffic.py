@@ -1,8 +1,8 @@
 """Traffic at each level, derived from a case's access descriptions.
 
 L1 (requests, sectors, data-stage wavefronts, tag passes): exact counts from perfmodel.memory.
-L2 reads: the distinct sectors each block loads (L1 reuse inside a block within what L1 holds, none
-across blocks), block-invariant addresses once per SM.
+L2 reads: the distinct sectors each block loads (L1 reuse inside a block within what L1 holds),
+block-invariant addresses once per SM, less what co-resident blocks share in L1.
 L2 requests: one per (warp request, line), stores of load-free kernels combined per block and line;
 past one L2 partition's capacity, first writes are sector fills or read-modify-writes (`l2_requests`).
 DRAM: each array once while the kernel's footprint fits in L2; past that, per-family reuse
@@ -653,12 +653,14 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
              store_spread_blocks: np.ndarray | None = None, first_waves: tuple[np.ndarray, ...] = (),
              placements: tuple[Placement, ...] = ()) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block; `varying_sectors`:
-    the exact L1 sectors of the loads that differ by block, which the sampled reuse scales). Writes: every
-    store sector, or per block and line where L1 combines them. DRAM: compulsory bytes (or, with no
-    closed form, the distinct DRAM granules read), read-modify-writes for sectors written in part
-    past L2's capacity (`partial_lost`: the device's measured share lost by the traffic between two
-    writers, whose store order spreads by `store_spread_blocks` where given), and the matmul reuse
-    model."""
+    the exact L1 sectors of the loads that differ by block, which the sampled reuse scales), less what
+    co-resident blocks share in L1 - as the launch's recorded `placements` met where given, else by the
+    pooled `coresidency` law. Writes: every store sector, less what L1 combines (`combining`: the
+    measured share against the launch's waves), or per block and line for load-free kernels. DRAM:
+    compulsory bytes (or, with no closed form, the distinct DRAM granules read), read-modify-writes
+    for sectors written in part past L2's capacity (`partial_lost`: the device's measured share lost
+    by the traffic between two writers, whose store order spreads by `store_spread_blocks` where
+    given), and the matmul reuse model."""
     notes = []
     gran = dev.arch.dram_granule_bytes
     closed_form = compulsory != (0, 0)  # else: DRAM reads are the distinct granules the blocks read
