@@ -67,7 +67,7 @@ def recorded(device_key: str) -> tuple[Recorded, ...]:
 def placements_of(device_key: str, case: str, params: dict[str, int]) -> tuple[Placement, ...]:
     """The recorded launches of exactly this case and shape on a device; none where none is recorded."""
     for r in recorded(device_key):
-        if r.case == case and r.params == {k: params.get(k) for k in r.params} and len(r.params) == len(params):
+        if r.case == case and r.params == params:
             return tuple(r.launches)
     return ()
 

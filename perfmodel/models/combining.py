@@ -1,6 +1,6 @@
 """Stores L1 combines before they reach L2, where warps of one block write the same sectors.
 
-Two patterns, each with a share measured against the launch's length (ceilings.StoreCombining): a
+Two patterns, each with a share measured against the launch's length (StoreCombining, in the ceilings): a
 block's warps writing 4-byte pieces of the same lines after a load each (probe.piece_store, lines
 adjacent; probe.piece_spread, lines apart), and neighbouring warps of a block sharing the sector at
 the seam of their contiguous stores (mem.global_store shifted by 4 bytes). The shorter the launch,
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..memory import Access, Launch
+from ..memory.coalescing import LINE_BYTES, SECTOR_BYTES
 from ..memory.pattern import addresses
 
-SECTOR, LINE = 32, 128
 PIECES, PIECES_SPREAD, SEAMS = "pieces", "pieces_spread", "seams"
 
 
@@ -38,7 +38,7 @@ def lines_adjacent(accesses: list[Access], launch: Launch) -> bool:
     """Whether the first warp's first global store touches consecutive lines (probe.piece_store), not
     lines apart (probe.piece_spread: a row apart, as a transpose's column stores)."""
     addr = addresses(_stores(accesses)[0], launch)[0]
-    lines = np.unique(addr[addr >= 0] // LINE)
+    lines = np.unique(addr[addr >= 0] // LINE_BYTES)
     return len(lines) > 0 and int(lines[-1] - lines[0]) + 1 == len(lines)
 
 
@@ -50,7 +50,7 @@ def seam_sectors(accesses: list[Access], launch: Launch) -> float:
     for a in _stores(accesses):
         spans = []
         for w in addresses(a, launch):
-            s = np.unique(w[w >= 0] // SECTOR)
+            s = np.unique(w[w >= 0] // SECTOR_BYTES)
             spans.append((int(s[0]), int(s[-1])) if len(s) and s[-1] - s[0] + 1 == len(s) else None)
         seams = sum(1 for lo, hi in zip(spans, spans[1:], strict=False)
                     if lo is not None and hi is not None and lo[1] == hi[0] and lo[0] < hi[0])

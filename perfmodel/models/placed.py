@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..coresidency import Placement
+from ..memory.coalescing import SECTOR_BYTES
 
 LOOKBACK = 3  # earlier blocks on an SM checked for overlap, per resident slot
 
@@ -50,7 +51,7 @@ def placed_hits(loads: list[tuple[np.ndarray, float]], placements: tuple[Placeme
     block's `block_bytes` per median block time less the hits themselves (iterated to that fixed
     point, as the pooled law is)."""
     share = [[(sharers(pl, key, blocks_per_sm), sectors) for key, sectors in loads] for pl in placements]
-    loaded = block_bytes / 32 * blocks
+    loaded = block_bytes / SECTOR_BYTES * blocks
 
     def hits(fill_bytes: float) -> float:
         per_launch = []

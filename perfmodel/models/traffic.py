@@ -678,22 +678,22 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         notes.append("block-invariant loads: each SM's L1 misses on them once")
     b = resident_blocks // dev.sm_count
     placements = tuple(pl for pl in placements if len(pl.sm) == launch.blocks)
-    if placements and not math.isnan(per_block) and b > 1 and math.isfinite(l1_share_bytes):
-        ids = np.arange(launch.blocks)
-        loads = [(block_key(keys, launch, ids), sectors) for keys, sectors in shared_loads(accesses, launch)]
-        hits = placed_hits(loads, placements, b, per_block * SECTOR, l1_share_bytes * b, launch.blocks)
-        if hits > 0 and hits >= 0.005 * l2_read / SECTOR:
-            notes.append(f"co-resident blocks share {100 * hits * SECTOR / l2_read:.0f} % of the loaded sectors "
-                         f"in L1 (as this launch's {len(placements)} recorded placements met on the SMs)")
-            l2_read -= int(hits * SECTOR)
-    elif coresidency is not None and not math.isnan(per_block) and b > 1 and math.isfinite(l1_share_bytes):
-        hits = co_resident_hits(accesses, launch, coresidency, b, dev.sm_count, per_block * SECTOR,
-                                l1_share_bytes * b, waves=first_waves)
-        if hits > 0 and hits >= 0.005 * l2_read / SECTOR:
-            notes.append(f"co-resident blocks share {100 * hits * SECTOR / l2_read:.0f} % of the loaded sectors "
-                         f"in L1 (block starts spread as in {coresidency.launches} recorded launches"
-                         + ("; the first wave as the dispatcher places it)" if first_waves else ")"))
-            l2_read -= int(hits * SECTOR)
+    hits, met = 0.0, ""
+    if not math.isnan(per_block) and b > 1 and math.isfinite(l1_share_bytes):
+        if placements:
+            ids = np.arange(launch.blocks)
+            loads = [(block_key(keys, launch, ids), sectors) for keys, sectors in shared_loads(accesses, launch)]
+            hits = placed_hits(loads, placements, b, per_block * SECTOR, l1_share_bytes * b, launch.blocks)
+            met = f"as this launch's {len(placements)} recorded placements met on the SMs"
+        elif coresidency is not None:
+            hits = co_resident_hits(accesses, launch, coresidency, b, dev.sm_count, per_block * SECTOR,
+                                    l1_share_bytes * b, waves=first_waves)
+            met = (f"block starts spread as in {coresidency.launches} recorded launches"
+                   + ("; the first wave as the dispatcher places it" if first_waves else ""))
+    if hits > 0 and hits >= 0.005 * l2_read / SECTOR:
+        notes.append(f"co-resident blocks share {100 * hits * SECTOR / l2_read:.0f} % of the loaded sectors "
+                     f"in L1 ({met})")
+        l2_read -= int(hits * SECTOR)
     l2_read = min(l2_read, l1.load_sectors * SECTOR) + l1.uncached_load_sectors * SECTOR
     (per_block_stores,) = block_unique_chunks(accesses, launch, store=True)
     pieces_written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
