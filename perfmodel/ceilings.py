@@ -272,7 +272,8 @@ def _l2_input_rate(dev: DeviceSpec):
     def pick(c, p, t):
         if p["footprint_lines"] * 128 > dev.l2_bytes:
             return None
-        from .models.traffic import block_merged, case_l1, l2_input_units
+        from .models.l1 import case_l1
+        from .models.traffic import block_merged, l2_input_units
 
         l1 = case_l1(c, p)
         return l2_input_units(l1, 0.0, block_merged(l1, l1.load_requests > 0)) / t
@@ -300,12 +301,12 @@ def split_store_pairs(data, times, l2_bytes: float):
     """probe.split_store past L2 under ncu, each shifted launch (offset off a sector: one sector
     shared by two warps per segment boundary, n / 32 of them) beside the aligned one at the same n and
     dist (the same scattered order, no shared sector): the bytes moved between the two writers (dist
-    warps apart, at the model's mean bytes a block: traffic.block_bytes), the share of shared sectors
+    warps apart, at the model's mean bytes a block: models.written.block_bytes), the share of shared sectors
     lost (each filled twice: DRAM reads past the aligned launch's / (2 x shared)), the fills and the
     time they add."""
     import pandas as pd
 
-    from .models.traffic import block_bytes
+    from .models.written import block_bytes
     from .suite.registry import get
 
     case = get("probe.split_store")

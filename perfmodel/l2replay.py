@@ -8,7 +8,7 @@ random; a line holds the sectors asked of it (two TILE 16 blocks read half a lin
 holding the line without the other half misses on it - with whole lines instead, the home hits after a
 crossing came out 4-37x ncu's).
 
-What it explains that the model's rule (models.traffic.reread_miss: a share linear between one
+What it explains that the model's rule (models.dram.reread_miss: a share linear between one
 partition and the whole L2) cannot: TILE 16 loses more of B than TILE 32 at the same size, COARSE 8
 (one block per SM, all in step) more than both, because blocks sweep B in the order the scheduler ran
 them, not in the grid's. With the launch's own schedule it explains; to predict, the model replays the
@@ -39,6 +39,7 @@ import numpy as np
 
 from .coresidency import Placement
 from .devices import device as lookup
+from .memory.coalescing import LINE_BYTES
 from .suite.plan import case_id
 
 REPLAYED = ("matmul.tiled", "matmul.coarsened")  # the kernels whose accesses _stream lays out
@@ -48,7 +49,6 @@ PHASE_GROUPS = 16
 # Kept with the mixed set hash: the 40 recorded band shapes over their own schedules, TILE 32 and COARSE
 # 4/14/8/11 % at 64/32/128/256 (TILE 16: 31/65/13/14 % - its replay misses, see the module's note)
 WAYS = 64
-LINE = 128
 MASK = (1 << 64) - 1
 
 
@@ -108,11 +108,11 @@ def _stream(params: dict[str, int], pl: Placement, groups: int):
     gx, gy = pl.grid[0], pl.grid[1]
     b = np.arange(gx * gy)
     bx, by = b % gx, b // gx
-    per_line = LINE // 4
+    per_line = LINE_BYTES // 4
     b_col = bx * wide // per_line
     line_cols = max(1, wide // per_line)
     rows = k / groups
-    sizes = (int(rows * line_cols * LINE), int(t * rows * 4), t * wide * 4)
+    sizes = (int(rows * line_cols * LINE_BYTES), int(t * rows * 4), t * wide * 4)
     g = np.arange(groups)
     start, dur = pl.start_ns.astype(float), (pl.end_ns - pl.start_ns).astype(float)
     at = start[:, None] + (g[None, :] + 0.5) / groups * dur[:, None]
@@ -230,9 +230,9 @@ NCU = {"dram_read_bytes": "dram__bytes_read.sum",
 
 
 def rule_read_bytes(case: str, params: dict[str, int], device: str = "h200") -> float:
-    """The linear share the model takes without a replay (traffic.dram_traffic: reread_miss)."""
+    """The linear share the model takes without a replay (models.dram.dram_traffic: reread_miss)."""
     from .models import predict
-    from .models.traffic import dram_traffic
+    from .models.dram import dram_traffic
     from .suite.registry import get
 
     dev, kc = lookup(device), get(case)

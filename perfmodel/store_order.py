@@ -122,8 +122,8 @@ def measured_lost(s: StoredLaunch) -> float:
 
 def lost_at_tickets(s: StoredLaunch, lost: Callable[[float], float], block_bytes: float = TILE_BLOCK_BYTES) -> float:
     """The loss law's share (`lost(bytes between)`) at the distances the writers' tickets put between them:
-    traffic.lost_at over this launch's own spread."""
-    from .models.traffic import lost_at  # models imports this module
+    models.written.lost_at over this launch's own spread."""
+    from .models.written import lost_at  # models imports this module
 
     d = partner_distance(s)
     return lost_at(lost, d, block_bytes, spread(s.tickets, d))[0]

@@ -9,15 +9,9 @@ import perfmodel
 from perfmodel.ceilings import Ceiling, Ceilings
 from perfmodel.memory import Access, Launch, analyse, global_access
 from perfmodel.memory.coalescing import EXPECTED_PASSES
-from perfmodel.models.traffic import (
-    L1Traffic,
-    block_invariant,
-    block_unique_chunks,
-    dirty_at_end,
-    edge_classes,
-    l1_windowed_sectors,
-    l2_requests,
-)
+from perfmodel.models.dram import dirty_at_end
+from perfmodel.models.l1 import L1Traffic, block_invariant, block_unique_chunks, edge_classes, l1_windowed_sectors
+from perfmodel.models.traffic import l2_requests
 
 
 def test_expected_fullest_bank_is_exact():
@@ -139,18 +133,18 @@ def test_block_sectors_by_edge_class_equal_every_block_counted():
 
 
 def _sectors_of_block(accesses, launch, block):
-    from perfmodel.models import traffic
+    from perfmodel.models import l1
 
-    orig = traffic.edge_classes
-    traffic.edge_classes = lambda grid: [(block, 1)]
+    orig = l1.edge_classes
+    l1.edge_classes = lambda grid: [(block, 1)]
     try:
-        return traffic.block_unique_chunks(accesses, launch, store=False)[0]
+        return l1.block_unique_chunks(accesses, launch, store=False)[0]
     finally:
-        traffic.edge_classes = orig
+        l1.edge_classes = orig
 
 
 def _written(name, **p):
-    from perfmodel.models.traffic import partial_reach_blocks, written_sectors
+    from perfmodel.models.written import partial_reach_blocks, written_sectors
     from perfmodel.suite.registry import get
 
     case = get(name)
@@ -184,7 +178,7 @@ def test_sectors_two_writers_share_are_lost_by_the_bytes_between():
     writes is judged by the distance to its last writer: a shifted copy's shared sectors, one other
     block dist / 8 blocks away (2 KiB of traffic a block), are lost past 8 MiB; sectors 8 warps fill
     in pieces keep the step at the reach; sectors nobody completes are lost."""
-    from perfmodel.models.traffic import MIN_LOST_SHARE, block_bytes, written_sectors
+    from perfmodel.models.written import MIN_LOST_SHARE, block_bytes, written_sectors
     from perfmodel.suite.registry import get
 
     def lost(**p):

@@ -26,7 +26,9 @@ from ..occupancy import occupancy
 from ..sass import functions
 from ..store_order import store_spread
 from .base import Prediction, Term
+from .dram import DramEstimate, dirty_at_end
 from .issue import warp_instructions
+from .l1 import block_invariant, l1_traffic, store_merge_shares
 from .time import (
     IN_SM,
     OUTSIDE_SM,
@@ -38,15 +40,7 @@ from .time import (
     pipe_terms,
     streams_past_barriers,
 )
-from .traffic import (
-    DramEstimate,
-    below_l1,
-    block_invariant,
-    dirty_at_end,
-    l1_traffic,
-    piece_fills,
-    store_merge_shares,
-)
+from .traffic import below_l1, piece_fills
 
 __all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
 

@@ -117,7 +117,7 @@ def observed(ncu, pattern: str, case: str, params: dict[str, int]) -> tuple[floa
     the pattern makes combinable; None where ncu did not count it."""
     from ..suite.plan import case_id
     from ..suite.registry import get
-    from .traffic import case_l1
+    from .l1 import case_l1
 
     got = ncu[ncu.case_id.eq(case_id(case, params))].groupby("metric").value.median()
     if not {"lts__t_sectors_srcunit_tex_op_write.sum", "launch__waves_per_multiprocessor"} <= set(got.index):

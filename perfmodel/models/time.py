@@ -7,10 +7,13 @@ import math
 
 from ..ceilings import Ceilings
 from ..devices import DeviceSpec
+from ..memory.coalescing import SECTOR_BYTES
 from ..occupancy import Occupancy
 from .base import Term
+from .dram import DramEstimate
 from .issue import Instructions
-from .traffic import SECTOR, DramEstimate, L1Traffic, L2Requests, Traffic, l2_input_units
+from .l1 import L1Traffic
+from .traffic import L2Requests, Traffic, l2_input_units
 
 IN_SM = ("fp32", "fp64", "l1", "l1_tag", "issue")  # pipes inside the SM: bound per wave of resident blocks
 # bounds that stream through the memory system
@@ -32,7 +35,7 @@ def late_fills(ceil: Ceilings, below: Traffic) -> tuple[float, str]:
     hides them as it hides its loads (held out 22: unpadded transposes, work-bound, +8..+14 % with them
     added to the total, +3..+5 % so; probe.split_store, latency-bound, and the padded row transposes,
     bound by L2's requests, as with them added to the total)."""
-    late = below.rmw_read_bytes / SECTOR * below.written.completed_share
+    late = below.rmw_read_bytes / SECTOR_BYTES * below.written.completed_share
     if not late or not ceil.partial_law or not ceil.partial_loss_probe:
         return 0.0, ""
     between = below.written.between_bytes

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..models.traffic import lost_at
+from ..models.written import lost_at
 from ..store_order import (
     CALIBRATION,
     TILE_BLOCK_BYTES,

@@ -242,7 +242,7 @@ def _combining_figure(data, law, folder: Path) -> str:
 def _retention_figure(dev, table, ceil, folder: Path) -> str:
     """The measured share of B each matmul group lost before the next re-read it, beside the cyclic
     stream's retention curve and the model's line."""
-    from ..models.traffic import matmul_b_streams, reread_miss
+    from ..models.dram import matmul_b_streams, reread_miss
     from ..suite.registry import get
 
     rows = table[table.case.str.startswith(("matmul.tiled", "matmul.corner", "matmul.coarsened"))

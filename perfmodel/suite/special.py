@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..measurements import Measurement
+from ..memory.coalescing import LINE_BYTES
 from . import gpu
 from .plan import case_id, params_json
 from .runner import time_rows
 
-LINE = 128
 CHASE_SIZES = [16 << 10, 32 << 10, 64 << 10, 128 << 10, 192 << 10, 256 << 10, 384 << 10, 512 << 10,
                1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 24 << 20, 32 << 20, 40 << 20, 48 << 20,
                56 << 20, 64 << 20, 96 << 20, 128 << 20, 256 << 20, 512 << 20, 1 << 30]
@@ -28,8 +28,8 @@ def _chain(host: np.ndarray, slots: int, rng: np.random.Generator) -> None:
     order = rng.permutation(slots)
     nxt = np.empty(slots, dtype=np.int64)
     nxt[order] = np.roll(order, -1)
-    host[: slots * (LINE // 4)] = 0
-    host[np.arange(slots) * (LINE // 4)] = (nxt * (LINE // 4)).astype(np.uint32)
+    host[: slots * (LINE_BYTES // 4)] = 0
+    host[np.arange(slots) * (LINE_BYTES // 4)] = (nxt * (LINE_BYTES // 4)).astype(np.uint32)
 
 
 def chase(ops=("ca", "cg", "cv"), sizes=CHASE_SIZES, steps: int = 4096, seed: int = 1) -> list[Measurement]:
@@ -46,7 +46,7 @@ def chase(ops=("ca", "cg", "cv"), sizes=CHASE_SIZES, steps: int = 4096, seed: in
     import pycuda.driver as drv
 
     for size in sizes:
-        slots = size // LINE
+        slots = size // LINE_BYTES
         warm = slots if size <= 128 << 20 else 0
         for n_op, op in enumerate(ops):
             if n_op == 0 or not warm:  # a cold walk needs a fresh chain for each operator
@@ -165,7 +165,7 @@ def chase_loaded(stream_blocks=LOADED_BLOCKS, steps: int = 2048, n: int = 1 << 2
 
     rng = np.random.default_rng(seed)
     host = np.empty(chain_bytes // 4, dtype=np.uint32)
-    _chain(host, chain_bytes // LINE, rng)
+    _chain(host, chain_bytes // LINE_BYTES, rng)
     buf = gpu.Buffers()
     dev_next = buf.upload("next", host)
     del host

@@ -1,0 +1,92 @@
+"""DRAM traffic: each array once while the footprint fits in L2; past that, per-family reuse models
+(matmul: B streamed again per group of blocks, as much as L2 has lost of it), and the writes still
+dirty in L2 when the kernel ends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..devices import DeviceSpec
+from ..memory import Launch
+from ..memory.coalescing import SECTOR_BYTES
+
+
+@dataclass(frozen=True)
+class DramEstimate:
+    read_bytes: int
+    write_bytes: int
+    note: str
+
+
+def matmul_b_streams(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> tuple[int, float]:
+    """B's bytes (k x n floats) and how many times the blocks stream it: B is shared by every block
+    row; blocks launched together, one per SM, share each B slice in L2, later residency slots run
+    staggered and do not (seen on the H200: tiled/coarsened matmul at 4096, TILE 16 and 32, COARSE
+    1-8) - so once per group of max(SMs, blocks per row) consecutive blocks."""
+    return 4 * params["k"] * params["n"], max(1.0, launch.blocks / max(dev.sm_count, launch.grid[0]))
+
+
+def reread_miss(dev: DeviceSpec, footprint_bytes: float) -> float:
+    """The share of a working set that L2 has lost by the time it is read again: none while it fits
+    one L2 partition, all of it past the whole L2, linear in between (a line that SMs on both sides
+    read may be held in both halves, so only one half is sure to hold such data). Measured in the band
+    (plans/h200_reuse.toml): a cyclic read stream loses 4/24/83 % at 40/48/56 MiB, matmul's B
+    9/25/50/75 % (TILE 32) to 10/44/93 % (TILE 16) at 32/40/48/56 MiB - the line is a middle road."""
+    near = dev.l2_partition_bytes
+    if footprint_bytes <= near:
+        return 0.0
+    if footprint_bytes >= dev.l2_bytes:
+        return 1.0
+    return (footprint_bytes - near) / (dev.l2_bytes - near)
+
+
+def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: int, launch: Launch,
+                 family: str, params: dict[str, int],
+                 pass_loss: Callable[[float], float | None] = lambda footprint: None) -> DramEstimate:
+    """`pass_loss(footprint)`: the measured share of a buffer L2 loses between passes (Ceilings.l2_loss)."""
+    read, write = compulsory
+    once = "each array read once and written once (compulsory traffic)"
+    if family == "l2" and params.get("passes", 1) > 1:  # passes over one buffer: L2 keeps what fits
+        measured = pass_loss(read)
+        miss = reread_miss(dev, read) if measured is None else measured
+        if miss == 0.0:
+            return DramEstimate(read, write, once)
+        times = 1 + (params["passes"] - 1) * miss
+        return DramEstimate(int(read * times), write, f"{read / 2**20:.0f} MiB read {times:.1f} times: "
+                            f"L2 loses {100 * miss:.0f} % of it between passes")
+    if family != "matmul":
+        return DramEstimate(read, write, once)
+    # matmul: each group of blocks streams B again, where L2 has lost it
+    b_bytes, streams = matmul_b_streams(dev, launch, params)
+    a_bytes = read - b_bytes
+    miss = reread_miss(dev, b_bytes)
+    if streams == 1.0 or miss == 0.0:
+        return DramEstimate(read, write, once)
+    times = 1 + (streams - 1) * miss
+    return DramEstimate(int(a_bytes + times * b_bytes), write,
+                        f"B ({b_bytes / 2**20:.0f} MiB) read {times:.1f} times: {streams:.1f} groups of "
+                        f"{max(dev.sm_count, launch.grid[0])} consecutive blocks, each missing {100 * miss:.0f} % "
+                        "of it in L2")
+
+
+def dirty_at_end(read_bytes: float, write_bytes: float, held_bytes: float, partial: bool,
+                 in_sm: bool = False, sectors_per_line: float = 4.0) -> float:
+    """DRAM writes still dirty in L2 when the kernel ends, of the lines L2 holds at a stream's end
+    (measured: Ceilings.l2_dirty_at_end_bytes, whole lines): a stream's write share of them, in
+    lines - a store filling one sector of each line keeps a quarter of the bytes dirty (probe.
+    store_lines: ~5 MB left, not 40). A kernel bound inside the SM leaves DRAM idle, and L2 writes
+    its lines back - except where its reads fit beside them: then L2 evicts nothing and the room
+    its reads leave stays dirty (matmul at 2048: 6.8-8.7 MB measured, 6.4 MB this way). Sectors
+    left in part (`partial`) go to DRAM as read-modify-writes during the kernel: none counted here."""
+    if partial or not read_bytes + write_bytes:
+        return 0.0
+    line = 128.0
+    written_lines = write_bytes / (SECTOR_BYTES * sectors_per_line)
+    if in_sm:
+        room = max(0.0, held_bytes - read_bytes) / line
+        return min(write_bytes, room * SECTOR_BYTES * sectors_per_line)
+    share = written_lines / (read_bytes / line + written_lines)
+    return min(write_bytes, held_bytes / line * share * SECTOR_BYTES * sectors_per_line)
+
+
