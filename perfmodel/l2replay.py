@@ -18,8 +18,13 @@ Which partition an SM sits beside is not known: the replay puts SMs of even and 
 side (the first and second half of the SM ids gave the same counts within 3 % in the exploration).
 
 What it does not explain (found 2026-12-01): TILE 16 (its own schedule: +49...+79 % at B of 24-32 MiB,
--32...-41 % at 45-48 MiB); ragged shapes out of sample (held-out set 28: TILE 32 and COARSE 2 read 24-65 %
-less than the H200 at 7 of 10 shapes); and the plain cyclic stream probe.l2_read (4 passes, each line
+-32...-41 % at 45-48 MiB; the model predicts it by the read stream's measured loss instead,
+models.dram.SWEPT - its B loss follows the stream's at 4/3 of B, which no replay variant reproduced:
+over the 40 own schedules, random replacement 48 % off, copies inserted least recently used 70 %,
+sector-sized lines 11 % (TILE 16 23 %), a set hash of its own per partition 11 % (TILE 16 20 %), 128
+ways 10 % (TILE 16 13 %, TILE 32 9 %), against 14 % as here (TILE 16 31 %, TILE 32 3 %)); ragged
+shapes out of sample (held-out set 28: TILE 32 and COARSE 2 read 24-65 % less than the H200 at 7 of 10
+shapes); and the plain cyclic stream probe.l2_read (4 passes, each line
 read by one SM): simulated through these partitions it loses 11/36/72/90 % of its re-reads at 36/40/44/
 48 MiB, where the H200 loses 1/4/13/24 % (61/83 % at 52/56 MiB) - least-recently-used copies in both
 partitions hold less than the H200's L2 does.
@@ -200,8 +205,11 @@ def _sources(device_key: str) -> tuple:
 def replay_source(case: str, params: dict[str, int], device: str = "h200"):
     """The recording whose schedule predicts `case` at `params`: a tiled or coarsened matmul whose B lies
     between 0.6 of one L2 partition and the whole L2, the largest launch recorded of the same kernel at
-    another shape; None where there is none (other kernels and sizes, devices without recordings)."""
-    if case not in REPLAYED:
+    another shape; None where there is none (other kernels and sizes, devices without recordings, TILE 16:
+    models.dram.SWEPT)."""
+    from .models.dram import swept
+
+    if case not in REPLAYED or swept(case, params):  # TILE 16: the read stream's loss (models.dram.SWEPT)
         return None
     dev = lookup(device)
     if not 0.6 * dev.l2_partition_bytes <= 4 * params["k"] * params["n"] <= dev.l2_bytes:

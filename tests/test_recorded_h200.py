@@ -105,9 +105,8 @@ def test_dram_reads(comparison):
     whole L2 (-83..+39 %: -63 % for TILE 16 at 2048 x 3584 x 2048, B = 28 MiB, measured in h200_l1share,
     -83 % for COARSE 8 at 3072 x 4608 x 1792, h200_b_replay_coarse; the step it replaced was off by up to
     4x; the recorded schedules replayed through the two L2 partitions explain it, tests/test_l2replay.py).
-    Tiled and coarsened matmuls are now predicted by replaying another shape's recorded schedule: the
-    band's 37 rows 20 within 5 %; TILE 32 and COARSE (24 rows) 4 % off on average, none past 15 %;
-    TILE 16 -1..+95 % (the replay's known miss, tests/test_l2replay.py). The naive
+    TILE 32 and COARSE are now predicted by replaying another shape's recorded schedule (24 rows 4 % off
+    on average, none past 15 %), TILE 16 by the read stream's measured loss (test below). The naive
     transposes' L2 fills are modelled by a curve measured on those at 32 x 8 threads (their rows are
     'counter-ceiling': shown, not counted); every other naive transpose within 5 % (test below)."""
     t = comparison[(comparison.metric == "dram_read_bytes") & (comparison.kind == "counter")]
@@ -126,6 +125,28 @@ def test_dram_reads(comparison):
     whole = t[band & ~(t.case.eq("matmul.tiled") & param(t, "tile").eq(16))]
     assert len(whole) >= 24 and whole.rel_error.abs().max() < 0.16, describe(whole)
     assert (whole.rel_error.abs() <= 0.05).sum() >= 17, describe(whole)
+
+
+def _tile16_band(t: pd.DataFrame) -> pd.DataFrame:
+    return t[t.case.eq("matmul.tiled") & param(t, "tile").eq(16) & matmul_b_mib(t).between(20, 60)]
+
+
+def test_tile16_b_swept_as_a_stream(comparison):
+    """TILE 16's B (20-60 MiB) is lost between block rows as probe.l2_read's stream loses a buffer of
+    4/3 its size (each partition holds all of B, of a stream 3/4; models.dram.swept_footprint, nothing
+    fitted): suite DRAM reads 8 of 13 within 5 %, 9.5 % off on average (the replay: 3, 47 %); left
+    +55 % at B = 40 MiB (the stream loses 69 % at 53 MiB, TILE 16 44 %) and -20 % at 36 MiB.
+    Held-out TILE 16 in the band (never placed; checked with the suite's, not fitted on either):
+    11 of 19 within 5 %, 8.9 % off on average (as frozen, the replay: 4, 29 %)."""
+    from perfmodel.l2replay import held_out_band
+
+    t = _tile16_band(comparison[(comparison.metric == "dram_read_bytes") & (comparison.kind == "counter")])
+    assert len(t) >= 13 and (t.rel_error.abs() <= 0.05).sum() >= 8, describe(t)
+    assert t.rel_error.abs().mean() < 0.1 and t.rel_error.abs().max() < 0.6, describe(t)
+    held = [(p, measured) for case, p, measured in held_out_band(b_bytes=(20 << 20, 60 << 20))
+            if case == "matmul.tiled" and p["tile"] == 16]
+    err = pd.Series([perfmodel.predict("matmul.tiled", "h200", **p).dram_read_bytes / m - 1 for p, m in held])
+    assert len(err) >= 19 and (err.abs() <= 0.05).sum() >= 11 and err.abs().mean() < 0.1, err.describe()
 
 
 def test_l2_retention_curve_is_measured(recorded):
@@ -351,8 +372,8 @@ def test_dram_writes_in_the_kernel(comparison):
     t = t[~_late_partials(t)]
     big = t[t.measured >= 16e6]
     assert len(big) >= 40 and (big.rel_error.abs() <= 0.05).mean() >= 0.8, describe(big)
-    # at most 30 %: TILE 16 at 2048 x 2560 x 2048 +28 % (its B replay reads 12 % too much, and the dirty
-    # share at the end follows the reads - the replay's TILE 16 miss); COARSE 8 at 2048 x 3072 +18 %
+    # at most 30 %: COARSE 8 at 2048 x 3072 +18 % (the dirty share at the end follows the reads, which the
+    # B replay has 15 % short); TILE 16 at 2048 x 2560 x 2048 +11 %
     assert big.rel_error.abs().max() < 0.30, describe(big[big.rel_error.abs() >= 0.30])
     over = t[t.measured > 1.1 * t.predicted + (8 << 20)]
     assert over.empty, describe(over)

@@ -26,7 +26,7 @@ from ..occupancy import occupancy
 from ..sass import functions
 from ..store_order import store_spread
 from .base import Prediction, Term
-from .dram import DramEstimate, dirty_at_end
+from .dram import DramEstimate, dirty_at_end, swept
 from .issue import warp_instructions
 from .l1 import block_invariant, l1_traffic, store_merge_shares
 from .time import (
@@ -187,7 +187,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                      # held out -11..-30 % with the map, TILE 16 and 32 at 1024 -2..-3 %)
                      () if case.sync_after_loads or case.barrier_phases else first_wave(dev.key, blocks_per_sm),
                      # where this launch's placement was recorded, the blocks share L1 as they met there
-                     placements_of(dev.key, case_name, p) if placed else ())
+                     placements_of(dev.key, case_name, p) if placed else (), swept(case_name, p))
     dram, req = below.dram, below.requests
     if (replayed := predicted_read_bytes(case_name, p, launch.grid, resident, dev.key)) is not None:
         # B between the L2 partitions: the recorded schedule replayed, not the linear share
