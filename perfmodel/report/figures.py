@@ -122,14 +122,17 @@ def timeline(events: pd.DataFrame, path: Path, title: str) -> str:
 def retention(curve: tuple[tuple[float, float], ...], points: pd.DataFrame, model: pd.DataFrame, path: Path,
               title: str) -> str:
     """Share of a re-read working set L2 has lost by the next read, against the set's size: the
-    measured cyclic stream, the measured matmuls (one marker per variant) and the model's line."""
+    measured cyclic stream, the measured matmuls (one marker per variant) and the model's lines
+    (`model`: mib, lost and optionally swept)."""
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
     if curve:
         x, y = zip(*curve, strict=True)
         ax.plot(np.array(x) / 2**20, y, "k-o", ms=4, label="probe.l2_read (measured: retention curve)")
     for i, (variant, g) in enumerate(points.groupby("variant")):
         ax.scatter(g.mib, g.lost, marker="osd^v<>"[i % 7], s=28, label=f"matmul B, {variant} (measured)")
-    ax.plot(model.mib, model.lost, "r--", lw=1.5, label="model for matmul B")
+    ax.plot(model.mib, model.lost, "r--", lw=1.5, label="model for matmul B: linear share (no replay)")
+    if "swept" in model:
+        ax.plot(model.mib, model.swept, "b:", lw=1.8, label="model for TILE 16's B: the stream at 4/3 of B")
     ax.set(xlabel="working set re-read (MiB)", ylabel="share lost between reads", title=title, ylim=(-0.05, 1.1))
     ax.legend(fontsize=7)
     return _save(fig, path)

@@ -210,7 +210,9 @@ def ceilings_study(dev, data, table, ceil, folder: Path) -> Page:
                  "MiB) is a measured curve too; matmul's B, re-read by each group of blocks, loses more of itself "
                  "and by variant (figure): the model's line between one L2 partition and the whole L2 is a middle "
                  "road, off by up to 83 % there (the matmul page replays recorded schedules through the two L2 "
-                 "partitions: half the error). What the crossbar carries into the L2 slices - a transfer per "
+                 "partitions: half the error). TILE 16 loses B as the stream loses a buffer 4/3 its size (each "
+                 "partition holds all of B, of a stream 3/4): the model reads the curve there (dotted). "
+                 "What the crossbar carries into the L2 slices - a transfer per "
                  "written sector, one more per line a store writes a sector of in part, one per read request - "
                  "is what ncu's lts__xbar2lts counter is busy with (figure: one rate over every profiled store "
                  "kernel, h200_l2_units); sectors written in 4-byte pieces, four to a line, fill that port while "
@@ -242,7 +244,7 @@ def _combining_figure(data, law, folder: Path) -> str:
 def _retention_figure(dev, table, ceil, folder: Path) -> str:
     """The measured share of B each matmul group lost before the next re-read it, beside the cyclic
     stream's retention curve and the model's line."""
-    from ..models.dram import matmul_b_streams, reread_miss
+    from ..models.dram import matmul_b_streams, reread_miss, swept_footprint
     from ..suite.registry import get
 
     rows = table[table.case.str.startswith(("matmul.tiled", "matmul.corner", "matmul.coarsened"))
@@ -256,7 +258,8 @@ def _retention_figure(dev, table, ceil, folder: Path) -> str:
             variant = r.case.split(".")[1] + (f" {p['coarse']}" if "coarse" in p else f" {p['tile']}")
             pts.append(dict(mib=b / 2**20, lost=lost, variant=variant))
     mib = np.linspace(8, 96, 89)
-    model = pd.DataFrame(dict(mib=mib, lost=[reread_miss(dev, m * 2**20) for m in mib]))
+    model = pd.DataFrame(dict(mib=mib, lost=[reread_miss(dev, m * 2**20) for m in mib],
+                              swept=[ceil.l2_loss(swept_footprint(m * 2**20)) for m in mib]))
     return figures.retention(ceil.l2_retention, pd.DataFrame(pts, columns=["mib", "lost", "variant"]), model,
                              folder / "l2_retention.png", "What L2 keeps of a re-read working set")
 
@@ -297,7 +300,8 @@ def _b_replay(data, folder: Path, page: Page) -> str:
     borrowed = t.model_dram_read_bytes / t.ncu_dram_read_bytes
     labels = [re.sub(r"matmul\.|\[|\]", " ", c).strip() for c in t.case_id]
     page.figures.append(("B band replayed", figures.bars(
-        labels, {"linear share / ncu": list(rule), "model: another shape's schedule replayed / ncu": list(borrowed),
+        labels, {"linear share / ncu": list(rule),
+                 "model (TILE 16: the stream's loss; others: another shape's schedule replayed) / ncu": list(borrowed),
                  "own recorded schedule replayed / ncu": list(rep)},
         folder / "matmul_b_replay.png", "DRAM reads of tiled and coarsened matmuls with B of 20-64 MiB over ncu's: "
         "the model's linear share, and each launch's recorded schedule replayed", "predicted / measured")))
@@ -315,7 +319,8 @@ def _b_replay(data, folder: Path, page: Page) -> str:
             " partition, fabric crossings) within 31 % past 28 MiB (perfmodel.l2replay). It misses where the"
             f" H200 loses lines the replay keeps: TILE 16 with B of 45-48 MiB finds {times:.1f}x"
             " ncu's home hits after crossing. The model replays the schedule recorded at another shape of the"
-            f" same kernel (the largest): {100 * (borrowed - 1).abs().mean():.0f} % off on these, "
+            " same kernel (the largest) - for TILE 32 and COARSE; TILE 16 it reads off the stream's retention"
+            f" curve at 4/3 of B (models.dram.SWEPT): {100 * (borrowed - 1).abs().mean():.0f} % off on these, "
             f"{100 * held.replay.abs().mean():.0f} % on the held-out sets' {len(held)} never placed where the linear"
             f" share is {100 * held.rule.abs().mean():.0f} % (experiments/study_b_replay.py).")
 
