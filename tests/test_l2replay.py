@@ -83,3 +83,24 @@ def test_b_band_partition_counters_replayed(replayed):
 def describe_counter(t, field: str) -> str:
     return "\n".join(f"{r.case_id}: replay {getattr(r, field):.4g}, ncu {getattr(r, 'ncu_' + field):.4g}"
                      for r in t.itertuples())
+
+
+def test_which_b_rule_each_matmul_takes():
+    """In the band, TILE 16's B takes the read stream's measured loss at 4/3 of B (models.dram.SWEPT),
+    TILE 32 a replayed schedule, corner turning the linear share; a device with no measured retention
+    curve falls back to the linear share."""
+    from perfmodel import predict
+    from perfmodel.ceilings import ceilings
+    from perfmodel.models.dram import swept_footprint
+
+    def b_note(case: str, device: str = "h200", **p) -> str:
+        return next(n for n in predict(case, device, m=2048, n=4096, k=2048, **p).notes if "B (" in n)
+
+    b = 4 * 2048 * 4096
+    loss = ceilings("h200").l2_loss(swept_footprint(b))
+    assert swept_footprint(b) == pytest.approx(4 / 3 * b) and 0.05 < loss < 0.2
+    assert "the read stream's measured loss at 43 MiB" in b_note("matmul.tiled", tile=16)
+    assert f"missing {100 * loss:.0f} %" in b_note("matmul.tiled", tile=16)
+    assert "replayed through the two L2 partitions" in b_note("matmul.tiled", tile=32)
+    assert "stream" not in b_note("matmul.corner_turning", tile=16, pad=1)
+    assert "stream" not in b_note("matmul.tiled", "h100", tile=16)
