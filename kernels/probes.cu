@@ -106,6 +106,25 @@ extern "C" __global__ void read_l2(const float4* __restrict__ in, float* __restr
     out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
+// The same passes, each line read by a different block on every pass (as matmul's B, read by every
+// block row): pass p reads what block (b * mult^p mod gridDim.x) reads in read_l2; mult coprime to it.
+extern "C" __global__ void read_l2_shared(const float4* __restrict__ in, float* __restrict__ out, size_t n4,
+                                          int passes, int mult) {
+    float acc = 0.f;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    unsigned v = blockIdx.x;
+    for (int p = 0; p < passes; ++p, v = (unsigned)(((unsigned long long)v * mult) % gridDim.x)) {
+        size_t i = v * (size_t)blockDim.x + threadIdx.x;
+        for (; i + 3 * stride < n4; i += 4 * stride) {
+            float4 a = __ldcg(in + i), b = __ldcg(in + i + stride), c = __ldcg(in + i + 2 * stride),
+                   d = __ldcg(in + i + 3 * stride);
+            acc += sum_of(a) + sum_of(b) + sum_of(c) + sum_of(d);
+        }
+        for (; i < n4; i += stride) acc += sum_of(__ldcg(in + i));
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
 // Shared-memory bandwidth: conflict-free 16-byte reads, `iters` per thread.
 extern "C" __global__ void smem_bw(float* __restrict__ out, int iters, int zero) {
     __shared__ float4 s[1024];

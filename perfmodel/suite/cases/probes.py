@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...errors import PerfModelError
@@ -101,6 +103,46 @@ register(KernelCase(
                         Access("partial store", "global", "bx*bdx + tx", store=True, array="out")],
     setup=_l2_setup, compulsory_bytes=lambda p: (4 * p["n"], 4 * _grid(p) * BLOCK), model="l2",
     description="passes over a 32 MiB buffer with ld.global.cg: L2 bandwidth"))
+
+
+def _readers(p) -> np.ndarray:
+    """Which block of read_l2 each block stands in for on each pass: b * mult^pass mod grid, (passes, grid)."""
+    grid = _grid(p)
+    if math.gcd(p["mult"], grid) != 1:
+        raise PerfModelError(f"probe.l2_read_shared: mult = {p['mult']} must be coprime to the grid "
+                             f"({grid} blocks), or some blocks would read nothing")
+    v = np.arange(grid, dtype=np.int64)
+    out = []
+    for _ in range(p["passes"]):
+        out.append(v)
+        v = v * p["mult"] % grid
+    return np.array(out)
+
+
+def _shared_launch(p) -> Launch:
+    _readers({**p, "passes": 1})  # mult checked
+    return _with_passes(_stream_launch({**p, "vec": 1}, 4), p["passes"])
+
+
+def _l2_shared_setup(p, rng) -> Setup:
+    a = f32(rng, p["n"])
+    per_block = per_thread_sums(a, _grid(p) * BLOCK, 4).reshape(_grid(p), BLOCK)
+    expected = per_block[_readers(p)].sum(axis=0).reshape(-1).astype(np.float32)
+    return Setup({"in": a}, {"out": expected}, ["in", "out", np.uint64(p["n"] // 4), np.int32(p["passes"]),
+                                                np.int32(p["mult"])], rtol=1e-4)
+
+
+register(KernelCase(
+    name="probe.l2_read_shared", study="ceilings", source="probes.cu",
+    defaults={"n": 8 << 20, "passes": 4, "mult": 653},
+    entry=lambda p: "read_l2_shared",
+    launch=_shared_launch,
+    accesses=lambda p: [Access("ld.global.cg", "global", "i", elem_bytes=16, cond=f"i < {p['n'] // 4}",
+                               loops=("pass", "it"), array="in", l1_cached=False),
+                        Access("partial store", "global", "bx*bdx + tx", store=True, array="out")],
+    setup=_l2_shared_setup, compulsory_bytes=lambda p: (4 * p["n"], 4 * _grid(p) * BLOCK), model="l2",
+    description="probe.l2_read with each line read by another block (another SM) on every pass, as "
+                "matmul's B by every block row: L2 retention of shared data"))
 
 
 def _smem_setup(p, rng) -> Setup:
