@@ -35,15 +35,14 @@ def build(device: str = "h200", out: Path | None = None, progress: bool = True) 
     summ.to_csv(folder / "summary.csv", index=False)
     ceil = ceilings(dev)
     pages = []
-    from .run import SOURCES
+    from .run import study_rows
 
     for name, fn in studies.STUDIES.items():
         if progress:
             print(f"  report: {name}", flush=True)
         page = fn(dev, data, table, ceil, folder)
         (folder / f"{name}.md").write_text(page.markdown())
-        rows = table[table.study.isin(SOURCES[name][0] or table.study.unique())]
-        rows.to_csv(folder / f"{name}.csv", index=False)
+        study_rows(table, name).to_csv(folder / f"{name}.csv", index=False)
         pages.append(page)
     shown = table.kind.isin(["counter", "counter-l1", "counter-stage", "time"])
     figures.scatter(table[shown], folder / "scatter_all.png", f"All predictions vs {dev.name} measurements")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..ceilings import ceilings
 from ..devices import device as lookup
@@ -13,11 +14,25 @@ from ..measurements import load
 from ..validate import compare, summary
 from . import REPORTS, studies
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 # study page -> registry studies whose cases it measures (and whether it needs the extra runs)
 SOURCES = {"occupancy": (None, False), "coalescing": (("coalescing",), False), "banks": (("banks",), False),
            "latency": ((), True), "ceilings": (("ceilings",), True), "matmul": (("matmul",), False),
            "transpose": (("transpose",), False), "stencil": (("stencil",), False), "streams": ((), True),
            "latency_hiding": (("ceilings",), False)}
+
+
+def study_rows(table: pd.DataFrame, study: str) -> pd.DataFrame:
+    """A study page's rows of the comparison table: its studies' rows; occupancy's: every case's
+    occupancy rows; latency and streams compare extras, not suite cases: none (comparison.csv holds all)."""
+    wanted = SOURCES[study][0]
+    if wanted is None:
+        return table[table.kind == "occupancy"]
+    if study == "latency_hiding":
+        return table[table.case == "probe.read"]
+    return table[table.study.isin(wanted)]
 
 
 def _live(study: str, device: str, plan: str, ncu: bool) -> None:
@@ -56,7 +71,7 @@ def main(study: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     page = studies.STUDIES[study](dev, data, table, ceilings(dev), folder)
     (folder / f"{study}.md").write_text(page.markdown())
-    rows = table[table.study.isin(SOURCES[study][0] or table.study.unique())]
+    rows = study_rows(table, study)
     rows.to_csv(folder / f"{study}.csv", index=False)
     print(page.headline)
     if len(rows):
