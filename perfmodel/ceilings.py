@@ -88,6 +88,9 @@ class Ceilings:
     # what a buffer read again and again loses from L2 between passes: ((footprint bytes, share), ...)
     l2_retention: tuple[tuple[float, float], ...] = ()
     l2_retention_probe: Ceiling | None = None  # where the curve comes from; value: the footprint losing half
+    # the same where each line is read by another SM on every pass (probe.l2_read_shared)
+    l2_shared_retention: tuple[tuple[float, float], ...] = ()
+    l2_shared_retention_probe: Ceiling | None = None
     # sectors warps complete in 4-byte pieces while L2's write requests bound the kernel: the share of the
     # written bytes L2 fills from DRAM and writes back twice, by the bytes the kernel moves ((bytes, share), ...)
     l2_piece_fills: tuple[tuple[float, float], ...] = ()
@@ -96,11 +99,13 @@ class Ceilings:
     partial_law: PartialLaw | None = None
     partial_loss_probe: Ceiling | None = None  # where the law comes from; value: the bytes between losing half
 
-    def l2_loss(self, footprint_bytes: float) -> float | None:
-        """The share of a re-read buffer L2 has lost by the next pass (measured; None where not)."""
-        if not self.l2_retention:
+    def l2_loss(self, footprint_bytes: float, shared: bool = False) -> float | None:
+        """The share of a re-read buffer L2 has lost by the next pass (measured; None where not);
+        `shared`: each line read by another SM on each pass."""
+        curve = self.l2_shared_retention if shared else self.l2_retention
+        if not curve:
             return None
-        x, y = zip(*self.l2_retention, strict=True)
+        x, y = zip(*curve, strict=True)
         return float(np.interp(footprint_bytes, x, y))
 
     def piece_fill_share(self, moved_bytes: float) -> float:
@@ -202,20 +207,24 @@ def _ncu_read_curve(data, case: str, point) -> tuple[tuple[tuple[float, float], 
     return tuple(sorted((x, float(np.median(y))) for x, y in pts.items())), sorted(cases)
 
 
-def _l2_retention(data) -> dict[str, object]:
-    """probe.l2_read over buffers of several sizes, several passes each, under ncu: the share of the
-    buffer read from DRAM again on each pass after the first, by the buffer's size."""
+def _l2_retention(data, case: str = "probe.l2_read", key: str = "l2_retention",
+                  what: str = "a re-read buffer") -> dict[str, object]:
+    """`case` over buffers of several sizes, several passes each, under ncu: the share of the buffer
+    read from DRAM again on each pass after the first, by the buffer's size (probe.l2_read_shared:
+    its launches with readers changing, mult != 1; mult = 1 is the stream again, a control)."""
     def lost(p, read):
         size = 4 * p["n"]
-        return None if p.get("passes", 1) < 2 else (size, min(max((read / size - 1) / (p["passes"] - 1), 0.0), 1.0))
+        if p.get("passes", 1) < 2 or p.get("mult", 0) == 1:
+            return None
+        return size, min(max((read / size - 1) / (p["passes"] - 1), 0.0), 1.0)
 
-    curve, cases = _ncu_read_curve(data, "probe.l2_read", lost)
+    curve, cases = _ncu_read_curve(data, case, lost)
     if len(curve) < 4:
         return {}
     half = float(np.interp(0.5, [y for _, y in curve], [x for x, _ in curve]))
-    return {"l2_retention": curve, "l2_retention_probe": Ceiling(
-        "L2 retention: footprint of a re-read buffer that loses half of it between passes", half, "B",
-        f"measured: probe.l2_read under ncu at {len(curve)} sizes, "
+    return {key: curve, f"{key}_probe": Ceiling(
+        f"L2 retention: footprint of {what} that loses half of it between passes", half, "B",
+        f"measured: {case} under ncu at {len(curve)} sizes, "
         f"{int(curve[0][0]) >> 20}-{int(curve[-1][0]) >> 20} MiB",
         tuple(cases))}
 
@@ -426,8 +435,13 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
         if (m := measured("probe.read", lambda c, p, t: 4 * p["n"] / t if p["vec"] and not p["smem_per_block"]
                           else None)):
             extra["dram_read_bytes_per_s"] = Ceiling("DRAM bandwidth (read only)", m[0], "B/s", f"measured: {m[1]}")
-        if (m := measured("probe.l2_read", lambda c, p, t: 4 * p["n"] * p["passes"] / t)):
-            l2 = Ceiling("L2 bandwidth (ld.global.cg, L2-resident)", m[0], "B/s", f"measured: {m[1]}")
+        def l2_passes(c, p, t):  # the passes after the first, which reads the buffer from DRAM
+            first = 4 * p["n"] / extra["dram_read_bytes_per_s"].value if "dram_read_bytes_per_s" in extra else 0.0
+            return 4 * p["n"] * (p["passes"] - 1) / (t - first) if p["passes"] > 1 and t > 2 * first else None
+
+        if (m := measured("probe.l2_read", l2_passes)):
+            l2 = Ceiling("L2 bandwidth (ld.global.cg, L2-resident; the passes after the first)", m[0], "B/s",
+                         f"measured: {m[1]}")
         def smem_read(c, p, t):
             launch = c.launch(p)
             return 16 * launch.threads_per_block * launch.blocks * p["iters"] / t
@@ -481,6 +495,8 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
             extra["blocks_per_s"] = Ceiling("thread blocks launched and retired", m[0], "1/s", f"measured: {m[1]}")
         extra.update(_loaded_latency(data, dev))
         extra.update(_l2_retention(data))
+        extra.update(_l2_retention(data, "probe.l2_read_shared", "l2_shared_retention",
+                                   "a buffer each line of which another SM reads on each pass"))
         extra.update(_l2_piece_fills(data))
         extra.update(_partial_loss(data, times, dev))
         for key, case, what, match in (

@@ -85,6 +85,7 @@ class KernelCase:
     loads_in_flight: Callable[[Params], int] = lambda p: 1  # independent loads per thread in flight (Little)
     sync_after_loads: bool = False  # every block waits at a barrier for all its loads before storing
     barrier_phases: Callable[[Params], int] | None = None  # load -> barrier -> compute rounds per block
+    shared_rereads: Callable[[Params], bool] = lambda p: False  # passes re-read each line from another SM
 
     def bind(self, **params: int) -> dict[str, int]:
         unknown = set(params) - set(self.defaults)

@@ -141,6 +141,7 @@ register(KernelCase(
                                loops=("pass", "it"), array="in", l1_cached=False),
                         Access("partial store", "global", "bx*bdx + tx", store=True, array="out")],
     setup=_l2_shared_setup, compulsory_bytes=lambda p: (4 * p["n"], 4 * _grid(p) * BLOCK), model="l2",
+    shared_rereads=lambda p: p["mult"] != 1,
     description="probe.l2_read with each line read by another block (another SM) on every pass, as "
                 "matmul's B by every block row: L2 retention of shared data"))
 
