@@ -163,6 +163,36 @@ def test_l2_retention_curve_is_measured(recorded):
     assert all(b >= a - 0.01 for a, b in zip(losses, losses[1:], strict=False))  # grows with the footprint
 
 
+def test_shared_reader_retention_and_its_control(comparison):
+    """probe.l2_read_shared (h200_shared): each line read by another SM on every pass, as matmul's B
+    by each block row. It loses more than the stream below the whole L2 (32-48 MiB) and less past it
+    (56-64 MiB); its curve predicts its own reads (shown, not counted). With mult = 1 the same kernel
+    is the stream again: those launches are counted against the stream's curve, within 5 %."""
+    from perfmodel.ceilings import ceilings
+
+    c = ceilings("h200")
+    assert len(c.l2_shared_retention) >= 12 and c.l2_shared_retention_probe.source.startswith("measured")
+    for mib in (32, 36, 40, 44, 48):
+        assert c.l2_loss(mib * 2**20, shared=True) > c.l2_loss(mib * 2**20) + 0.02, mib
+    for mib in (56, 64):
+        assert c.l2_loss(mib * 2**20, shared=True) < c.l2_loss(mib * 2**20) - 0.05, mib
+    t = _sel(comparison, case="probe.l2_read_shared", metric="dram_read_bytes")
+    assert set(t.kind) == {"counter", "counter-ceiling"}
+    control = t[t.kind == "counter"]
+    assert len(control) == 3 and control.rel_error.abs().max() < 0.05, describe(control)
+
+
+def test_passes_timed_per_phase(comparison):
+    """Passes over one buffer: the first from DRAM, the others from L2 (models.time.first_pass_term),
+    the L2 rate from the passes after the first. probe.l2_read and _shared at 4 passes, 16-64 MiB:
+    -11..+8 %, 4.6 % off on average (-8..-22 % when the slowest resource was taken over the whole
+    kernel). Known gap: the shared probe at 44-52 MiB runs 9-11 % longer than the model - its lines
+    come from the other partition's L2 more often, which one L2 rate does not charge."""
+    t = comparison[comparison.case.isin(["probe.l2_read", "probe.l2_read_shared"]) & (comparison.kind == "time")]
+    assert len(t) >= 30
+    assert t.rel_error.abs().max() < 0.12 and t.rel_error.abs().mean() < 0.05, describe(t)
+
+
 def test_naive_transpose_block_shapes(comparison):
     """32 x R threads write R consecutive floats of each of 32 output columns: below R = 8 a block
     writes its sectors in part and the R-row blocks below complete them. Measured: no read-modify-

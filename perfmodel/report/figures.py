@@ -120,14 +120,16 @@ def timeline(events: pd.DataFrame, path: Path, title: str) -> str:
 
 
 def retention(curve: tuple[tuple[float, float], ...], points: pd.DataFrame, model: pd.DataFrame, path: Path,
-              title: str) -> str:
+              title: str, shared: tuple[tuple[float, float], ...] = ()) -> str:
     """Share of a re-read working set L2 has lost by the next read, against the set's size: the
-    measured cyclic stream, the measured matmuls (one marker per variant) and the model's lines
-    (`model`: mib, lost and optionally swept)."""
+    measured cyclic stream (and `shared`: the same, each line read by another SM each pass), the
+    measured matmuls (one marker per variant) and the model's lines (`model`: mib, lost and optionally swept)."""
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    if curve:
-        x, y = zip(*curve, strict=True)
-        ax.plot(np.array(x) / 2**20, y, "k-o", ms=4, label="probe.l2_read (measured: retention curve)")
+    for c, style, label in ((curve, "k-o", "probe.l2_read (measured: retention curve)"),
+                            (shared, "g-s", "probe.l2_read_shared: another SM each pass (measured)")):
+        if c:
+            x, y = zip(*c, strict=True)
+            ax.plot(np.array(x) / 2**20, y, style, ms=4, label=label)
     for i, (variant, g) in enumerate(points.groupby("variant")):
         ax.scatter(g.mib, g.lost, marker="osd^v<>"[i % 7], s=28, label=f"matmul B, {variant} (measured)")
     ax.plot(model.mib, model.lost, "r--", lw=1.5, label="model for matmul B: linear share (no replay)")

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..ceilings import ROUND_CHAIN_FMAS, in_flight_curve
 from ..devices import DeviceSpec
+from ..memory.coalescing import LINE_BYTES
 from ..models import predict, round_exposed_s
 from ..models.overlap import staircase_level, streams_time
 from ..occupancy import curves
@@ -256,12 +257,14 @@ def _retention_figure(dev, table, ceil, folder: Path) -> str:
         if streams > 2 and 8 << 20 <= b <= 96 << 20:
             lost = ((r.measured - 4 * p["m"] * p["k"]) / b - 1) / (streams - 1)
             variant = r.case.split(".")[1] + (f" {p['coarse']}" if "coarse" in p else f" {p['tile']}")
+            variant += ", B's rows off the 128-byte lines" if 4 * p["n"] % LINE_BYTES else ""
             pts.append(dict(mib=b / 2**20, lost=lost, variant=variant))
     mib = np.linspace(8, 96, 89)
     model = pd.DataFrame(dict(mib=mib, lost=[reread_miss(dev, m * 2**20) for m in mib],
                               swept=[ceil.l2_loss(swept_footprint(m * 2**20)) for m in mib]))
     return figures.retention(ceil.l2_retention, pd.DataFrame(pts, columns=["mib", "lost", "variant"]), model,
-                             folder / "l2_retention.png", "What L2 keeps of a re-read working set")
+                             folder / "l2_retention.png", "What L2 keeps of a re-read working set",
+                             ceil.l2_shared_retention)
 
 
 def _placement(table: pd.DataFrame, folder: Path, page: Page) -> str:
