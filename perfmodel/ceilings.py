@@ -91,6 +91,10 @@ class Ceilings:
     # the same where each line is read by another SM on every pass (probe.l2_read_shared)
     l2_shared_retention: tuple[tuple[float, float], ...] = ()
     l2_shared_retention_probe: Ceiling | None = None
+    # both at other pass counts than the curves' (RETENTION_PASSES): ((passes, curve), ...); L2 loses
+    # less on each later pass (h200_passes)
+    l2_retention_passes: tuple[tuple[int, tuple[tuple[float, float], ...]], ...] = ()
+    l2_shared_retention_passes: tuple[tuple[int, tuple[tuple[float, float], ...]], ...] = ()
     # sectors warps complete in 4-byte pieces while L2's write requests bound the kernel: the share of the
     # written bytes L2 fills from DRAM and writes back twice, by the bytes the kernel moves ((bytes, share), ...)
     l2_piece_fills: tuple[tuple[float, float], ...] = ()
@@ -99,14 +103,26 @@ class Ceilings:
     partial_law: PartialLaw | None = None
     partial_loss_probe: Ceiling | None = None  # where the law comes from; value: the bytes between losing half
 
-    def l2_loss(self, footprint_bytes: float, shared: bool = False) -> float | None:
-        """The share of a re-read buffer L2 has lost by the next pass (measured; None where not);
-        `shared`: each line read by another SM on each pass."""
+    def l2_loss(self, footprint_bytes: float, shared: bool = False, passes: int = 0) -> float | None:
+        """The share of a re-read buffer L2 loses between passes, on average over `passes` (measured; None
+        where not); `shared`: each line read by another SM on each pass. The curves' own pass count where
+        `passes` is 0. Between measured pass counts the lost total ((passes - 1) x share) is interpolated
+        linearly; at sizes a pass count was not measured at, the main curve's share (`_scaled`)."""
         curve = self.l2_shared_retention if shared else self.l2_retention
         if not curve:
             return None
-        x, y = zip(*curve, strict=True)
-        return float(np.interp(footprint_bytes, x, y))
+        main = _at(curve, footprint_bytes)
+        others = self.l2_shared_retention_passes if shared else self.l2_retention_passes
+        if not passes or passes == RETENTION_PASSES or not others:
+            return main
+        totals = sorted([(RETENTION_PASSES, main)] + [(n, _scaled(c, curve, footprint_bytes)) for n, c in others])
+        if passes >= totals[-1][0]:
+            return totals[-1][1]
+        if passes <= totals[0][0]:
+            return totals[0][1]
+        n, share = zip(*totals, strict=True)
+        lost = np.interp(passes, n, [(k - 1) * y for k, y in totals])
+        return float(lost / (passes - 1))
 
     def piece_fill_share(self, moved_bytes: float) -> float:
         """The share of a piece-writing kernel's written bytes L2 fills and writes back twice (measured
@@ -207,26 +223,53 @@ def _ncu_read_curve(data, case: str, point) -> tuple[tuple[tuple[float, float], 
     return tuple(sorted((x, float(np.median(y))) for x, y in pts.items())), sorted(cases)
 
 
+RETENTION_PASSES = 4  # the pass count the retention curves are measured at over 16-128 MiB
+
+
+def _at(curve: tuple[tuple[float, float], ...], x: float) -> float:
+    xs, ys = zip(*curve, strict=True)
+    return float(np.interp(x, xs, ys))
+
+
+def _scaled(curve: tuple[tuple[float, float], ...], main: tuple[tuple[float, float], ...], x: float) -> float:
+    """`curve` at x; below its sizes `main` at x times their ratio at curve's smallest; above them `main`
+    (past the whole L2 every pass loses all: held-out set 33's 61 MiB stream, 8 passes, 94 % per pass)."""
+    if x > curve[-1][0]:
+        return _at(main, x)
+    if x >= curve[0][0]:
+        return _at(curve, x)
+    ref = _at(main, curve[0][0])
+    return _at(main, x) * curve[0][1] / ref if ref > 0 else _at(main, x)
+
+
 def _l2_retention(data, case: str = "probe.l2_read", key: str = "l2_retention",
                   what: str = "a re-read buffer") -> dict[str, object]:
     """`case` over buffers of several sizes, several passes each, under ncu: the share of the buffer
-    read from DRAM again on each pass after the first, by the buffer's size (probe.l2_read_shared:
-    its launches with readers changing, mult != 1; mult = 1 is the stream again, a control)."""
-    def lost(p, read):
-        size = 4 * p["n"]
-        if p.get("passes", 1) < 2 or p.get("mult", 0) == 1:
-            return None
-        return size, min(max((read / size - 1) / (p["passes"] - 1), 0.0), 1.0)
+    read from DRAM again on each pass after the first, by the buffer's size - one curve per pass
+    count, the main one at RETENTION_PASSES (probe.l2_read_shared: its launches with readers changing,
+    mult != 1; mult = 1 is the stream again, a control)."""
+    by_passes: dict[int, tuple] = {}
+    used: list[str] = []
+    for n in sorted({json.loads(q).get("passes", 1) for q in data[data.case == case].params}):
+        def lost(p, read, n=n):
+            size = 4 * p["n"]
+            if p.get("passes", 1) != n or n < 2 or p.get("mult", 0) == 1:
+                return None
+            return size, min(max((read / size - 1) / (n - 1), 0.0), 1.0)
 
-    curve, cases = _ncu_read_curve(data, case, lost)
+        curve, cases = _ncu_read_curve(data, case, lost)
+        if len(curve) >= 2 and n != 20:  # 20 passes: the L2 bandwidth probe at one size
+            by_passes[n], used = curve, used + cases
+    curve = by_passes.pop(RETENTION_PASSES, ())
     if len(curve) < 4:
         return {}
     half = float(np.interp(0.5, [y for _, y in curve], [x for x, _ in curve]))
-    return {key: curve, f"{key}_probe": Ceiling(
-        f"L2 retention: footprint of {what} that loses half of it between passes", half, "B",
-        f"measured: {case} under ncu at {len(curve)} sizes, "
-        f"{int(curve[0][0]) >> 20}-{int(curve[-1][0]) >> 20} MiB",
-        tuple(cases))}
+    return {key: curve, f"{key}_passes": tuple(sorted(by_passes.items())), f"{key}_probe": Ceiling(
+        f"L2 retention: footprint of {what} that loses half of it between passes ({RETENTION_PASSES} passes)",
+        half, "B", f"measured: {case} under ncu at {len(curve)} sizes, "
+        f"{int(curve[0][0]) >> 20}-{int(curve[-1][0]) >> 20} MiB"
+        + (f"; also at {', '.join(str(n) for n in sorted(by_passes))} passes" if by_passes else ""),
+        tuple(sorted(used)))}
 
 
 def _stream_startup(data, times, launch_s: float, min_bytes: int = 64 << 20) -> Ceiling | None:

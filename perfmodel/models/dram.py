@@ -63,14 +63,15 @@ def swept_footprint(b_bytes: float) -> float:
 
 def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: int, launch: Launch,
                  family: str, params: dict[str, int],
-                 pass_loss: Callable[[float], float | None] = lambda footprint: None,
+                 pass_loss: Callable[..., float | None] = lambda footprint, passes=0: None,
                  b_swept: bool = False) -> DramEstimate:
-    """`pass_loss(footprint)`: the measured share of a buffer L2 loses between passes (Ceilings.l2_loss);
+    """`pass_loss(footprint, passes)`: the measured share of a buffer L2 loses between passes, on average
+    over that many (Ceilings.l2_loss; passes 0: the retention curve's own count);
     `b_swept`: matmul's B is lost between its re-reads as that stream loses it (`swept_footprint`)."""
     read, write = compulsory
     once = "each array read once and written once (compulsory traffic)"
     if family == "l2" and params.get("passes", 1) > 1:  # passes over one buffer: L2 keeps what fits
-        measured = pass_loss(read)
+        measured = pass_loss(read, passes=params["passes"])
         miss = reread_miss(dev, read) if measured is None else measured
         if miss == 0.0:
             return DramEstimate(read, write, once)

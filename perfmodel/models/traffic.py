@@ -205,7 +205,7 @@ def co_resident_hits(accesses: list[Access], launch: Launch, law: CoResidency | 
 
 def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traffic,
              compulsory: tuple[int, int], resident_blocks: int, family: str, params: dict[str, int],
-             pass_loss: Callable[[float], float | None] = lambda footprint: None,
+             pass_loss: Callable[..., float | None] = lambda footprint, passes=0: None,
              l1_share_bytes: float = math.inf, varying_sectors: float = 0.0,
              combining: StoreCombining | None = None, coresidency: CoResidency | None = None,
              partial_lost: Callable[[float], float] | None = None,
