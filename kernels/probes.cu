@@ -90,19 +90,23 @@ extern "C" __global__ void spin(long long cycles) {
     while (clock64() - t0 < cycles) {}
 }
 
+// One grid-stride sweep from element i, bypassing L1 (ld.global.cg), four loads in flight.
+__device__ __forceinline__ float sweep_cg(const float4* __restrict__ in, size_t n4, size_t i, size_t stride) {
+    float acc = 0.f;
+    for (; i + 3 * stride < n4; i += 4 * stride) {
+        float4 a = __ldcg(in + i), b = __ldcg(in + i + stride), c = __ldcg(in + i + 2 * stride),
+               d = __ldcg(in + i + 3 * stride);
+        acc += sum_of(a) + sum_of(b) + sum_of(c) + sum_of(d);
+    }
+    for (; i < n4; i += stride) acc += sum_of(__ldcg(in + i));
+    return acc;
+}
+
 // L2-resident read: `passes` sweeps over a buffer smaller than L2, bypassing L1 (ld.global.cg).
 extern "C" __global__ void read_l2(const float4* __restrict__ in, float* __restrict__ out, size_t n4, int passes) {
     float acc = 0.f;
     size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (int p = 0; p < passes; ++p) {
-        size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-        for (; i + 3 * stride < n4; i += 4 * stride) {
-            float4 a = __ldcg(in + i), b = __ldcg(in + i + stride), c = __ldcg(in + i + 2 * stride),
-                   d = __ldcg(in + i + 3 * stride);
-            acc += sum_of(a) + sum_of(b) + sum_of(c) + sum_of(d);
-        }
-        for (; i < n4; i += stride) acc += sum_of(__ldcg(in + i));
-    }
+    for (int p = 0; p < passes; ++p) acc += sweep_cg(in, n4, blockIdx.x * (size_t)blockDim.x + threadIdx.x, stride);
     out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
@@ -113,15 +117,8 @@ extern "C" __global__ void read_l2_shared(const float4* __restrict__ in, float* 
     float acc = 0.f;
     size_t stride = (size_t)gridDim.x * blockDim.x;
     unsigned v = blockIdx.x;
-    for (int p = 0; p < passes; ++p, v = (unsigned)(((unsigned long long)v * mult) % gridDim.x)) {
-        size_t i = v * (size_t)blockDim.x + threadIdx.x;
-        for (; i + 3 * stride < n4; i += 4 * stride) {
-            float4 a = __ldcg(in + i), b = __ldcg(in + i + stride), c = __ldcg(in + i + 2 * stride),
-                   d = __ldcg(in + i + 3 * stride);
-            acc += sum_of(a) + sum_of(b) + sum_of(c) + sum_of(d);
-        }
-        for (; i < n4; i += stride) acc += sum_of(__ldcg(in + i));
-    }
+    for (int p = 0; p < passes; ++p, v = (unsigned)(((unsigned long long)v * mult) % gridDim.x))
+        acc += sweep_cg(in, n4, v * (size_t)blockDim.x + threadIdx.x, stride);
     out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
