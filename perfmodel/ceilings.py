@@ -120,8 +120,7 @@ class Ceilings:
             return totals[-1][1]
         if passes <= totals[0][0]:
             return totals[0][1]
-        n, share = zip(*totals, strict=True)
-        lost = np.interp(passes, n, [(k - 1) * y for k, y in totals])
+        lost = np.interp(passes, [k for k, _ in totals], [(k - 1) * y for k, y in totals])
         return float(lost / (passes - 1))
 
     def piece_fill_share(self, moved_bytes: float) -> float:
@@ -250,15 +249,15 @@ def _l2_retention(data, case: str = "probe.l2_read", key: str = "l2_retention",
     mult != 1; mult = 1 is the stream again, a control)."""
     by_passes: dict[int, tuple] = {}
     used: list[str] = []
-    for n in sorted({json.loads(q).get("passes", 1) for q in data[data.case == case].params}):
+    for n in sorted({json.loads(q).get("passes", 1) for q in data[data.case == case].params} - {1}):
         def lost(p, read, n=n):
             size = 4 * p["n"]
-            if p.get("passes", 1) != n or n < 2 or p.get("mult", 0) == 1:
+            if p.get("passes", 1) != n or p.get("mult", 0) == 1:
                 return None
             return size, min(max((read / size - 1) / (n - 1), 0.0), 1.0)
 
         curve, cases = _ncu_read_curve(data, case, lost)
-        if len(curve) >= 2 and n != 20:  # 20 passes: the L2 bandwidth probe at one size
+        if len(curve) >= 2:  # a count at one size is no curve (20 passes: the L2 bandwidth probe at 32 MiB)
             by_passes[n], used = curve, used + cases
     curve = by_passes.pop(RETENTION_PASSES, ())
     if len(curve) < 4:

@@ -105,12 +105,17 @@ register(KernelCase(
     description="passes over a 32 MiB buffer with ld.global.cg: L2 bandwidth"))
 
 
-def _readers(p) -> np.ndarray:
-    """Which block of read_l2 each block stands in for on each pass: b * mult^pass mod grid, (passes, grid)."""
+def _coprime_mult(p) -> int:
     grid = _grid(p)
     if math.gcd(p["mult"], grid) != 1:
         raise PerfModelError(f"probe.l2_read_shared: mult = {p['mult']} must be coprime to the grid "
                              f"({grid} blocks), or some blocks would read nothing")
+    return grid
+
+
+def _readers(p) -> np.ndarray:
+    """Which block of read_l2 each block stands in for on each pass: b * mult^pass mod grid, (passes, grid)."""
+    grid = _coprime_mult(p)
     v = np.arange(grid, dtype=np.int64)
     out = []
     for _ in range(p["passes"]):
@@ -120,7 +125,7 @@ def _readers(p) -> np.ndarray:
 
 
 def _shared_launch(p) -> Launch:
-    _readers({**p, "passes": 1})  # mult checked
+    _coprime_mult(p)
     return _with_passes(_stream_launch({**p, "vec": 1}, 4), p["passes"])
 
 
