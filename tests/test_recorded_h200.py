@@ -142,7 +142,8 @@ def test_tile16_b_swept_as_a_stream(comparison):
     +55 % at B = 40 MiB (the stream loses 69 % at 53 MiB, TILE 16 44 %) and -20 % at 36 MiB.
     Held-out TILE 16 in the band: the earlier sets' 19 (never placed; looked at with the suite's when
     the rule was written, not fitted) 11 within 5 %, 8.9 % off (the replay: 4, 29 %); with set 31's 16
-    (drawn and frozen after the rule) and set 32's, 35 rows: 20 within 5 %, 11 % off on average."""
+    (drawn and frozen after the rule) and set 32's, 35 rows: 16 within 5 %, 12 % off on average (20
+    and 11 % while the 4-pass curve's 32 MiB point averaged in the 20-pass L2 bandwidth launch)."""
     from perfmodel.l2replay import held_out_band
 
     t = _tile16_band(comparison[(comparison.metric == "dram_read_bytes") & (comparison.kind == "counter")])
@@ -156,7 +157,7 @@ def test_tile16_b_swept_as_a_stream(comparison):
     held = [(p, measured) for case, p, measured in held_out_band(b_bytes=(20 << 20, 60 << 20))
             if case == "matmul.tiled" and p["tile"] == 16]
     err = pd.Series([perfmodel.predict("matmul.tiled", "h200", **p).dram_read_bytes / m - 1 for p, m in held])
-    assert len(err) >= 35 and err.abs().mean() < 0.12, err.describe()  # within 5 %: fewer since the curve change
+    assert len(err) >= 35 and (err.abs() <= 0.05).sum() >= 16 and err.abs().mean() < 0.12, err.describe()
 
 
 def test_l2_retention_curve_is_measured(recorded):
