@@ -346,14 +346,18 @@ extern "C" __global__ void pair_lines(const float* __restrict__ in, float* __res
 // is loaded every round too (tile (blockIdx.x + r + tiles/2) mod `tiles`), as COARSE 1 does; with 1
 // it is loaded once (COARSE 8's rounds but one in eight). The dynamic shared memory the launch asks
 // for sets how many blocks share an SM.
-template <int WORK, int LOADS>
-__device__ void barrier_rounds(const float* __restrict__ in, float* __restrict__ out, int rounds, int tiles) {
+// TIMED: thread (0, 0) stamps each round's start on its SM's clock and, at the end, the SM's id
+// (stamps: rounds + 1 per block) - when the two blocks of an SM read each other's tiles (experiments/barrier_phase.py).
+template <int WORK, int LOADS, bool TIMED = false>
+__device__ void barrier_rounds(const float* __restrict__ in, float* __restrict__ out, int rounds, int tiles,
+                               long long* __restrict__ stamps = nullptr) {
     __shared__ float As[32][32];
     __shared__ float Bs[32][32];
     int tx = threadIdx.x, ty = threadIdx.y;
     if (LOADS == 1) As[ty][tx] = in[(size_t)(blockIdx.x % tiles) * 1024 + ty * 32 + tx];
     float s = 0.f;
     for (int r = 0; r < rounds; ++r) {
+        if (TIMED && tx == 0 && ty == 0) stamps[(size_t)blockIdx.x * (rounds + 1) + r] = clock64();
         if (LOADS == 2) As[ty][tx] = in[(size_t)((blockIdx.x + r + tiles / 2) % tiles) * 1024 + ty * 32 + tx];
         Bs[ty][tx] = in[(size_t)((blockIdx.x + r) % tiles) * 1024 + ty * 32 + tx];
         __syncthreads();
@@ -366,9 +370,20 @@ __device__ void barrier_rounds(const float* __restrict__ in, float* __restrict__
         __syncthreads();
     }
     out[(size_t)blockIdx.x * 1024 + ty * 32 + tx] = s;
+    if (TIMED && tx == 0 && ty == 0) {
+        unsigned smid;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+        stamps[(size_t)blockIdx.x * (rounds + 1) + rounds] = smid;
+    }
 }
 
 #define ROUNDS_ARGS const float *__restrict__ in, float *__restrict__ out, int rounds, int tiles
 extern "C" __global__ void barrier_rounds_0(ROUNDS_ARGS) { barrier_rounds<0, 1>(in, out, rounds, tiles); }
 extern "C" __global__ void barrier_rounds_32(ROUNDS_ARGS) { barrier_rounds<32, 1>(in, out, rounds, tiles); }
 extern "C" __global__ void barrier_rounds_32_2(ROUNDS_ARGS) { barrier_rounds<32, 2>(in, out, rounds, tiles); }
+#define TIMED_ARGS ROUNDS_ARGS, long long* __restrict__ stamps
+extern "C" __global__ void barrier_rounds_0_timed(TIMED_ARGS) { barrier_rounds<0, 1, true>(in, out, rounds, tiles, stamps); }
+extern "C" __global__ void barrier_rounds_32_timed(TIMED_ARGS) { barrier_rounds<32, 1, true>(in, out, rounds, tiles, stamps); }
+extern "C" __global__ void barrier_rounds_32_2_timed(TIMED_ARGS) {
+    barrier_rounds<32, 2, true>(in, out, rounds, tiles, stamps);
+}
