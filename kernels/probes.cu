@@ -346,18 +346,21 @@ extern "C" __global__ void pair_lines(const float* __restrict__ in, float* __res
 // is loaded every round too (tile (blockIdx.x + r + tiles/2) mod `tiles`), as COARSE 1 does; with 1
 // it is loaded once (COARSE 8's rounds but one in eight). The dynamic shared memory the launch asks
 // for sets how many blocks share an SM.
-// TIMED: thread (0, 0) stamps each round's start on its SM's clock and, at the end, the SM's id
-// (stamps: rounds + 1 per block) - when the two blocks of an SM read each other's tiles (experiments/barrier_phase.py).
+// TIMED: thread (0, 0) keeps every STAMP_STRIDE-th round's start on its SM's clock in shared memory
+// (`kept`, the timed kernel's) and writes them, then the SM's id, to stamps[block][0 .. STAMP_SLOTS]
+// at the end: when the two blocks of an SM read each other's tiles (experiments/barrier_phase.py).
+#define STAMP_STRIDE 16
+#define STAMP_SLOTS 256  // rounds <= STAMP_STRIDE x STAMP_SLOTS
 template <int WORK, int LOADS, bool TIMED = false>
 __device__ void barrier_rounds(const float* __restrict__ in, float* __restrict__ out, int rounds, int tiles,
-                               long long* __restrict__ stamps = nullptr) {
+                               long long* __restrict__ stamps = nullptr, long long* kept = nullptr) {
     __shared__ float As[32][32];
     __shared__ float Bs[32][32];
     int tx = threadIdx.x, ty = threadIdx.y;
     if (LOADS == 1) As[ty][tx] = in[(size_t)(blockIdx.x % tiles) * 1024 + ty * 32 + tx];
     float s = 0.f;
     for (int r = 0; r < rounds; ++r) {
-        if (TIMED && tx == 0 && ty == 0) stamps[(size_t)blockIdx.x * (rounds + 1) + r] = clock64();
+        if (TIMED && tx == 0 && ty == 0 && r % STAMP_STRIDE == 0) kept[r / STAMP_STRIDE] = clock64();
         if (LOADS == 2) As[ty][tx] = in[(size_t)((blockIdx.x + r + tiles / 2) % tiles) * 1024 + ty * 32 + tx];
         Bs[ty][tx] = in[(size_t)((blockIdx.x + r) % tiles) * 1024 + ty * 32 + tx];
         __syncthreads();
@@ -373,7 +376,9 @@ __device__ void barrier_rounds(const float* __restrict__ in, float* __restrict__
     if (TIMED && tx == 0 && ty == 0) {
         unsigned smid;
         asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-        stamps[(size_t)blockIdx.x * (rounds + 1) + rounds] = smid;
+        long long* mine = stamps + (size_t)blockIdx.x * (STAMP_SLOTS + 1);
+        for (int i = 0; i * STAMP_STRIDE < rounds; ++i) mine[i] = kept[i];
+        mine[STAMP_SLOTS] = smid;
     }
 }
 
@@ -382,8 +387,9 @@ extern "C" __global__ void barrier_rounds_0(ROUNDS_ARGS) { barrier_rounds<0, 1>(
 extern "C" __global__ void barrier_rounds_32(ROUNDS_ARGS) { barrier_rounds<32, 1>(in, out, rounds, tiles); }
 extern "C" __global__ void barrier_rounds_32_2(ROUNDS_ARGS) { barrier_rounds<32, 2>(in, out, rounds, tiles); }
 #define TIMED_ARGS ROUNDS_ARGS, long long* __restrict__ stamps
-extern "C" __global__ void barrier_rounds_0_timed(TIMED_ARGS) { barrier_rounds<0, 1, true>(in, out, rounds, tiles, stamps); }
-extern "C" __global__ void barrier_rounds_32_timed(TIMED_ARGS) { barrier_rounds<32, 1, true>(in, out, rounds, tiles, stamps); }
-extern "C" __global__ void barrier_rounds_32_2_timed(TIMED_ARGS) {
-    barrier_rounds<32, 2, true>(in, out, rounds, tiles, stamps);
-}
+#define TIMED_ROUNDS(WORK, LOADS)                                               \
+    __shared__ long long kept[STAMP_SLOTS];                                     \
+    barrier_rounds<WORK, LOADS, true>(in, out, rounds, tiles, stamps, kept)
+extern "C" __global__ void barrier_rounds_0_timed(TIMED_ARGS) { TIMED_ROUNDS(0, 1); }
+extern "C" __global__ void barrier_rounds_32_timed(TIMED_ARGS) { TIMED_ROUNDS(32, 1); }
+extern "C" __global__ void barrier_rounds_32_2_timed(TIMED_ARGS) { TIMED_ROUNDS(32, 2); }
