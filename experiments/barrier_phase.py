@@ -22,22 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
-from perfmodel.round_replay import RoundTrace, l1_tile_hits
+from perfmodel.round_replay import POOL_TILES, TRACED_CASES, RoundTrace, l1_tile_hits, save_traces, trace_file
 from perfmodel.suite import gpu
-from perfmodel.suite.cases.probes import POOL_TILES
 from perfmodel.suite.registry import get
 from perfmodel.suite.runner import relative_error
 
 STRIDE, SLOTS = 16, 256  # kernels/probes.cu STAMP_STRIDE, STAMP_SLOTS
 CAPACITIES = (32, 44, 52, 60)  # tiles of 4 KB an SM's L1 holds, replayed
-CASES = [("probe.barrier_rounds", {"blocks_per_sm": 2, "rounds": rounds, "work": work})
-         for rounds in (1024, 4096) for work in (0, 32)]
-CASES += [("probe.barrier_waves", {"blocks_per_sm": 2, "loads": loads, "rounds": rounds, "waves": waves, "work": 32})
-          for loads in (1, 2) for rounds in (128, 512) for waves in (1, 8)]
-
-
-def file_name(case: str, p: dict[str, int]) -> str:
-    return f"phase-{case.split('.')[1]}-" + "-".join(f"{k}{v}" for k, v in sorted(p.items())) + ".npz"
 
 
 def run(case_name: str, p: dict[str, int], launches: int, out: Path, rng: np.random.Generator,
@@ -76,9 +67,7 @@ def run(case_name: str, p: dict[str, int], launches: int, out: Path, rng: np.ran
             times[name] = float(np.median(gpu.time_launches(launch, reps=7)))
     bufs.free()
     shares = [l1_tile_hits(t, POOL_TILES, p.get("loads", 1), c) for t in traces for c in CAPACITIES]
-    np.savez_compressed(out / file_name(case_name, p), sm=np.stack([t.sm for t in traces]),
-                        clock=np.stack([t.clock.astype(np.int32) for t in traces]), stride=STRIDE, rounds=rounds,
-                        rel_error=err, **times)
+    save_traces(out / trace_file(case_name, p), traces, rel_error=err, **times)
     print(json.dumps({"case": case_name, "params": p, "rel_error": err, **times, "capacities_tiles": CAPACITIES,
                       "replayed_hit_share": np.round(shares, 4).reshape(launches, -1).tolist()}), flush=True)
 
@@ -92,6 +81,6 @@ if __name__ == "__main__":
     a.out.mkdir(parents=True, exist_ok=True)
     print(gpu.software_versions(), flush=True)
     rng = np.random.default_rng(12)
-    for i, (name, params) in enumerate(CASES):
-        print(f"[{i + 1}/{len(CASES)}] {name} {params}", flush=True)
+    for i, (name, params) in enumerate(TRACED_CASES):
+        print(f"[{i + 1}/{len(TRACED_CASES)}] {name} {params}", flush=True)
         run(name, params, a.launches, a.out, rng, timing=not a.no_times)

@@ -8,8 +8,22 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
+
+from .measurements import DATA_DIR
+
+# the probes' pool: 2 MiB of 32 x 32 tiles, L2-resident, block b reading tile (b + r) mod POOL_TILES in round r
+POOL_TILES = 512
+TILE_BYTES = 4096
+# experiments/barrier_phase.py's cases, in the order it runs them (and ncu lists them)
+TRACED_CASES = [("probe.barrier_rounds", {"blocks_per_sm": 2, "rounds": rounds, "work": work})
+                for rounds in (1024, 4096) for work in (0, 32)]
+TRACED_CASES += [("probe.barrier_waves",
+                  {"blocks_per_sm": 2, "loads": loads, "rounds": rounds, "waves": waves, "work": 32})
+                 for loads in (1, 2) for rounds in (128, 512) for waves in (1, 8)]
 
 
 @dataclass(frozen=True)
@@ -63,3 +77,62 @@ def l1_tile_hits(trace: RoundTrace, pool: int, loads: int, capacity_tiles: int) 
                     lru.popitem(last=False)
         total += len(seq)
     return hits / total if total else 0.0
+
+
+def save_traces(path: Path, traces: list[RoundTrace], **meta: float) -> None:
+    """One case's launches, the clocks as increments between kept rounds (they compress ~4x better)."""
+    clock = np.stack([t.clock for t in traces]).astype(np.int64)
+    steps = np.diff(clock, axis=2, prepend=0)
+    np.savez_compressed(path, sm=np.stack([t.sm for t in traces]).astype(np.int16),
+                        steps=steps.astype(np.uint32 if steps.min() >= 0 else np.int64),
+                        stride=traces[0].stride, rounds=traces[0].rounds, **meta)
+
+
+def load_traces(path: Path) -> list[RoundTrace]:
+    z = np.load(path)
+    clock = np.cumsum(z["steps"].astype(np.int64), axis=2)
+    return [RoundTrace(sm, c, int(z["stride"]), int(z["rounds"])) for sm, c in zip(z["sm"], clock, strict=True)]
+
+
+def trace_file(case: str, params: dict[str, int]) -> str:
+    """phase-<kind>-<sorted params>.npz, as experiments/barrier_phase.py names a case's launches."""
+    return f"phase-{case.split('.')[1]}-" + "-".join(f"{k}{v}" for k, v in sorted(params.items())) + ".npz"
+
+
+def phase_dir(device_key: str) -> Path:
+    return DATA_DIR / device_key / "checks" / "barrier_phase"
+
+
+def recorded_traces(device_key: str, case: str, params: dict[str, int], run: str = "plain") -> list[RoundTrace]:
+    """The launches experiments/barrier_phase.py recorded of one case (none where none is): `plain`
+    (three launches each), or `under-ncu` (the one launch ncu counted, ncu.csv beside it)."""
+    path = phase_dir(device_key) / run / trace_file(case, params)
+    return load_traces(path) if path.exists() else []
+
+
+def ncu_hit_shares(device_key: str) -> list[float]:
+    """Per TRACED_CASES entry, the share of its global load sectors the L1s hit in the launch
+    recorded under ncu (l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit / _ld)."""
+    import pandas as pd
+
+    raw = pd.read_csv(phase_dir(device_key) / "under-ncu" / "ncu.csv", comment="=", thousands=",")
+    table = raw.pivot_table(index="ID", columns="Metric Name", values="Metric Value")
+    hits = table["l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum"]
+    return (hits / table["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]).tolist()
+
+
+@lru_cache(maxsize=64)
+def _replayed(device_key: str, case: str, items: tuple[tuple[str, int], ...], capacity_tiles: int) -> float | None:
+    params = dict(items)
+    traces = recorded_traces(device_key, case, params)
+    if not traces:
+        return None
+    return float(np.mean([l1_tile_hits(t, POOL_TILES, params.get("loads", 1), capacity_tiles) for t in traces]))
+
+
+def replayed_hit_share(device_key: str, case: str, params: dict[str, int], l1_bytes: float) -> float | None:
+    """Share of a barrier probe's tile loads its SMs' L1s (`l1_bytes` each) serve, over the recorded
+    launches' round clocks; None where this case's clocks were not recorded."""
+    if not case.startswith("probe.barrier_"):
+        return None
+    return _replayed(device_key, case, tuple(sorted(params.items())), int(l1_bytes // TILE_BYTES))

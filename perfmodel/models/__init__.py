@@ -23,6 +23,7 @@ from ..l2replay import predicted_read_bytes
 from ..measurements import load
 from ..memory import analyse
 from ..occupancy import occupancy
+from ..round_replay import replayed_hit_share
 from ..sass import functions
 from ..store_order import store_spread
 from .base import Prediction, Term
@@ -189,7 +190,10 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                      # held out -11..-30 % with the map, TILE 16 and 32 at 1024 -2..-3 %)
                      () if case.sync_after_loads or case.barrier_phases else first_wave(dev.key, blocks_per_sm),
                      # where this launch's placement was recorded, the blocks share L1 as they met there
-                     placements_of(dev.key, case_name, p) if placed else (), swept(case_name, p))
+                     placements_of(dev.key, case_name, p) if placed else (), swept(case_name, p),
+                     # two blocks an SM reading one tile pool in rounds: which tiles meet in L1 is
+                     # their drift apart, as their recorded round clocks give it
+                     replayed_hit_share(dev.key, case_name, p, l1_share * blocks_per_sm))
     dram, req = below.dram, below.requests
     if (replayed := predicted_read_bytes(case_name, p, launch.grid, resident, dev.key)) is not None:
         # B between the L2 partitions: the recorded schedule replayed, not the linear share

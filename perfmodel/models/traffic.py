@@ -210,12 +210,14 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
              combining: StoreCombining | None = None, coresidency: CoResidency | None = None,
              partial_lost: Callable[[float], float] | None = None,
              store_spread_blocks: np.ndarray | None = None, first_waves: tuple[np.ndarray, ...] = (),
-             placements: tuple[Placement, ...] = (), b_swept: bool = False) -> Traffic:
+             placements: tuple[Placement, ...] = (), b_swept: bool = False,
+             replayed_hit_share: float | None = None) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block; `varying_sectors`:
     the exact L1 sectors of the loads that differ by block, which the sampled reuse scales), less what
-    co-resident blocks share in L1 - as the launch's recorded `placements` met where given, else by the
-    pooled `coresidency` law. Writes: every store sector, less what L1 combines (`combining`: the
-    measured share against the launch's waves), or per block and line for load-free kernels. DRAM:
+    co-resident blocks share in L1 - the `replayed_hit_share` of them where the launch's round clocks
+    were recorded (the barrier probes), else as its recorded `placements` met, else by the pooled
+    `coresidency` law. Writes: every store sector, less what L1 combines (`combining`: the measured
+    share against the launch's waves), or per block and line for load-free kernels. DRAM:
     compulsory bytes (or, with no closed form, the distinct DRAM granules read), read-modify-writes
     for sectors written in part past L2's capacity (`partial_lost`: the device's measured share lost
     by the traffic between two writers, whose store order spreads by `store_spread_blocks` where
@@ -239,7 +241,10 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     placements = tuple(pl for pl in placements if len(pl.sm) == launch.blocks)
     hits, met = 0.0, ""
     if not math.isnan(per_block) and b > 1 and math.isfinite(l1_share_bytes):
-        if placements:
+        if replayed_hit_share is not None:
+            hits = replayed_hit_share * per_block * launch.blocks
+            met = "as the recorded round clocks of this launch replay through each SM's L1 (perfmodel.round_replay)"
+        elif placements:
             ids = np.arange(launch.blocks)
             loads = [(block_key(keys, launch, ids), sectors) for keys, sectors in shared_loads(accesses, launch)]
             hits = placed_hits(loads, placements, b, per_block * SECTOR_BYTES, l1_share_bytes * b, launch.blocks)

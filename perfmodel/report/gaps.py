@@ -23,9 +23,12 @@ REASONS: list[tuple[str, str, str]] = [
                                              "against 13 % (held-out 26, 27: L1 loses lines early, which ones is "
                                              "not found); grid rows of 66 blocks 5-16 % fewer"),
     ("l2_requested_read_sectors", "probe.barrier_", "two blocks on an SM cycle through one tile pool ~80-140 tiles "
-                                                    "apart and drift into reading the same tiles within what L1 "
-                                                    "holds (5-10 % fewer sectors; one block per SM exact): no "
-                                                    "placement or law predicts the drift"),
+                                                    "apart, one running 1.4-1.65x ahead, and meet in L1 where that "
+                                                    "drift passes the other's recent tiles: where their round clocks "
+                                                    "were recorded the model replays them (round_replay; the 12 "
+                                                    "traced cases within 4.4 %, yet the replay finds only 0.37-1.17x "
+                                                    "the hits ncu counts on the same launch); elsewhere (held out) "
+                                                    "no hits are predicted, +5..+10 %"),
     ("warp_instructions", "probe.", "the SASS-region fit counts loops by their memory instructions: the FMA/DFMA "
                                     "probes' compute loops hold none and go uncounted (their time is the FP pipe's)"),
     ("l2_write_", "matmul.coarsened", "a warp's consecutive C stores share lines: L1 combines some, at times - "

@@ -8,6 +8,7 @@ import numpy as np
 
 from ...errors import PerfModelError
 from ...memory import Access, Launch
+from ...round_replay import POOL_TILES
 from ..registry import KernelCase, Setup, cdiv, f32, register
 
 BLOCK = 256
@@ -443,7 +444,6 @@ register(KernelCase(
     model="launch", description="an empty kernel: the cost of one launch as CUDA events see it"))
 
 
-POOL_TILES = 512  # 2 MiB of 32 x 32 tiles: L2-resident, read round-robin (no L1 reuse across rounds)
 ONE_BLOCK_SMEM = 116 << 10  # dynamic shared memory that leaves room for one 32 x 32 block per SM
 
 
