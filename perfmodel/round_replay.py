@@ -31,7 +31,7 @@ class RoundTrace:
     """One launch: per block its SM and the SM clock at the start of every `stride`-th round."""
 
     sm: np.ndarray  # (blocks,)
-    clock: np.ndarray  # (blocks, ceil(rounds / stride)), cycles of the block's SM since its first round
+    clock: np.ndarray  # (blocks, ceil(rounds / stride)), cycles of the block's SM since the SM's first round
     stride: int
     rounds: int
 
