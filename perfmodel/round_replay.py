@@ -36,10 +36,16 @@ class RoundTrace:
     rounds: int
 
     def round_clocks(self) -> np.ndarray:
-        """(blocks, rounds): every round's start, interpolated between the recorded ones."""
+        """(blocks, rounds + 1): every round's start, interpolated between the recorded ones, and the
+        last round's end (the last recorded pace carried on past the last recorded round)."""
         have = np.arange(0, self.rounds, self.stride)[: self.clock.shape[1]]
-        every = np.arange(self.rounds)
-        return np.stack([np.interp(every, have, c.astype(np.float64)) for c in self.clock])
+        clock = self.clock.astype(np.float64)
+        one = len(have) < 2
+        pace = np.zeros(len(clock)) if one else (clock[:, -1] - clock[:, -2]) / (have[-1] - have[-2])
+        end = clock[:, -1] + pace * (self.rounds - have[-1])
+        have, clock = np.append(have, self.rounds), np.column_stack([clock, end])
+        every = np.arange(self.rounds + 1)
+        return np.stack([np.interp(every, have, c) for c in clock])
 
 
 def tile_loads(block: int, rounds: int, pool: int, loads: int) -> tuple[np.ndarray, np.ndarray]:

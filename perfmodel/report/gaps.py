@@ -61,6 +61,10 @@ REASONS: list[tuple[str, str, str]] = [
                                    "h200_stalls_matmul), and a round costs it 300-360 ns beyond the model's work "
                                    "where its tiles come from DRAM (B past L2, first touch), 118-260 ns where L2 "
                                    "serves them - probe.barrier_rounds' 237 ns between; not modelled"),
+    ("time_s", "probe.barrier_rounds", "two blocks an SM in one wave: the warp schedulers favour one, which ends "
+                                       "its rounds 1.36-1.65x sooner, and the other runs on alone - the launch "
+                                       "takes 8.5-8.8 % longer than an even share of the SM (measured, "
+                                       "checks/barrier_phase; not modelled)"),
     ("time_s", "probe.barrier_waves", "one short wave: its blocks first read the cold tile pool from DRAM, the "
                                       "highest-numbered first (the ceilings are slopes over many waves)"),
     ("time_s", "probe.load_lines", "issue-bound integer code at 2.9 of 4 warp instructions per cycle: math-pipe "
