@@ -24,8 +24,7 @@ import numpy as np
 
 from perfmodel.round_replay import POOL_TILES, TRACED_CASES, RoundTrace, l1_tile_hits, save_traces, trace_file
 from perfmodel.suite import gpu
-from perfmodel.suite.registry import get
-from perfmodel.suite.runner import relative_error
+from perfmodel.suite.runner import Bound, relative_error
 
 STRIDE, SLOTS = 16, 256  # kernels/probes.cu STAMP_STRIDE, STAMP_SLOTS
 CAPACITIES = (32, 44, 52, 60)  # tiles of 4 KB an SM's L1 holds, replayed
@@ -33,17 +32,12 @@ CAPACITIES = (32, 44, 52, 60)  # tiles of 4 KB an SM's L1 holds, replayed
 
 def run(case_name: str, p: dict[str, int], launches: int, out: Path, rng: np.random.Generator,
         timing: bool = True) -> None:
-    case = get(case_name)
+    bound = Bound.make(case_name, p)  # the suite's kernel, its inputs uploaded and outputs poisoned
+    case, plain = bound.case, bound.kernel
     shape, setup = case.launch(p), case.setup(p, rng)
-    plain, kern = (gpu.kernel(case.source, case.entry(p) + suffix) for suffix in ("", "_timed"))
-    bufs = gpu.Buffers()
-    for name, host in setup.inputs.items():
-        bufs.upload(name, host)
-    for name, (oshape, dtype) in setup.output_shapes().items():
-        bufs.empty(name, oshape, dtype)
-        bufs.poison(name)
+    kern = gpu.kernel(case.source, case.entry(p) + "_timed")
+    bufs, args = bound.upload(setup)
     blocks, rounds = shape.grid[0], p["rounds"]
-    args = [bufs.device[a] if isinstance(a, str) else a for a in setup.args]
     timed_args = [*args, bufs.empty("stamps", (blocks, SLOTS + 1), np.int64)]
     smem = case.dynamic_smem(p)
     traces: list[RoundTrace] = []
