@@ -8,7 +8,7 @@ l1tex__t_sectors_pipe_lsu_mem_global_op_ld_lookup_hit.sum \
 
 At two blocks per SM (no dynamic shared memory: a ~240 KB L1) the probes' L1s serve 0.4-9 % of
 the tile loads (ncu), where the addresses alone give none: block b reads tile (b + r) mod 512 and
-its SM's other block sits ~84-132 blocks away. Each case runs its `_timed` twin (thread (0, 0)
+its SM's other block sits 80-132 blocks away. Each case runs its `_timed` twin (thread (0, 0)
 keeps every 16th round's start on the SM clock in shared memory, and its SM): the output is checked
 against numpy, the stamps kept per launch (phase-<case>-<params>.npz) with the replayed L1 hit share
 at several capacities printed (perfmodel.round_replay), and both kernels timed with CUDA events (does
@@ -40,6 +40,7 @@ def run(case_name: str, p: dict[str, int], launches: int, out: Path, rng: np.ran
     blocks, rounds = shape.grid[0], p["rounds"]
     timed_args = [*args, bufs.empty("stamps", (blocks, SLOTS + 1), np.int64)]
     smem = case.dynamic_smem(p)
+    kept = -(-rounds // STRIDE)  # stamped rounds
     traces: list[RoundTrace] = []
     for _ in range(launches):
         gpu.launch(kern, shape.grid, shape.block, timed_args, smem)
@@ -48,7 +49,6 @@ def run(case_name: str, p: dict[str, int], launches: int, out: Path, rng: np.ran
         sm = st[:, SLOTS].astype(np.int16)
         base = np.full(sm.max() + 1, np.iinfo(np.int64).max)
         np.minimum.at(base, sm, st[:, 0])
-        kept = -(-rounds // STRIDE)
         traces.append(RoundTrace(sm, st[:, :kept] - base[sm][:, None], STRIDE, rounds))  # from each SM's first
     err = max(relative_error(bufs.download(k), v) for k, v in setup.expected_values().items())
     if not err < setup.rtol:

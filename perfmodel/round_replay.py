@@ -35,6 +35,10 @@ class RoundTrace:
     stride: int
     rounds: int
 
+    def blocks_by_sm(self) -> list[np.ndarray]:
+        """The blocks of each SM, SM by SM (in one wave of two per SM: each SM's pair)."""
+        return [np.flatnonzero(self.sm == sm) for sm in np.unique(self.sm)]
+
     def round_clocks(self) -> np.ndarray:
         """(blocks, rounds + 1): every round's start, interpolated between the recorded ones, and the
         last round's end (the last recorded pace carried on past the last recorded round)."""
@@ -63,9 +67,9 @@ def l1_tile_hits(trace: RoundTrace, pool: int, loads: int, capacity_tiles: int) 
     SM's loads merged in clock order (one block's loads of a round before the next block's)."""
     clocks = trace.round_clocks()
     hits = total = 0
-    for sm in np.unique(trace.sm):
+    for blocks in trace.blocks_by_sm():
         t, tiles, who = [], [], []
-        for b in np.flatnonzero(trace.sm == sm):
+        for b in blocks:
             rounds_of, ids = tile_loads(int(b), trace.rounds, pool, loads)
             t.append(clocks[b][rounds_of])
             tiles.append(ids)
@@ -139,6 +143,6 @@ def _replayed(device_key: str, case: str, items: tuple[tuple[str, int], ...], ca
 def replayed_hit_share(device_key: str, case: str, params: dict[str, int], l1_bytes: float) -> float | None:
     """Share of a barrier probe's tile loads its SMs' L1s (`l1_bytes` each) serve, over the recorded
     launches' round clocks; None where this case's clocks were not recorded."""
-    if not case.startswith("probe.barrier_"):
+    if case not in {name for name, _ in TRACED_CASES}:
         return None
     return _replayed(device_key, case, tuple(sorted(params.items())), int(l1_bytes // TILE_BYTES))

@@ -51,7 +51,7 @@ def test_recorded_clocks_drift_the_leader_ahead(under_ncu):
         if case != "probe.barrier_rounds":
             continue
         last = trace.round_clocks()[:, -1]  # the last round's end
-        pairs = [b for s in np.unique(trace.sm) if len(b := np.flatnonzero(trace.sm == s)) == 2]
+        pairs = [b for b in trace.blocks_by_sm() if len(b) == 2]
         ratios = [max(last[b]) / min(last[b]) for b in pairs]
         assert len(ratios) == 132
         lo, hi = (1.25, 1.5) if p["work"] == 0 else (1.55, 1.75)
@@ -93,7 +93,7 @@ def test_the_favoured_block_lengthens_a_one_wave_launch():
     for case, p in TRACED_CASES[:4]:
         for trace in recorded_traces("h200", case, p):
             clocks = trace.round_clocks()
-            pairs = [b for s in np.unique(trace.sm) if len(b := np.flatnonzero(trace.sm == s)) == 2]
+            pairs = [b for b in trace.blocks_by_sm() if len(b) == 2]
             stretch = []
             for b in pairs:
                 ends = clocks[b, -1]  # the last round's end

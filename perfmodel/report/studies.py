@@ -284,7 +284,7 @@ def _barrier_phase(dev, folder: Path, page: Page) -> str:
         labels.append(case.removeprefix("probe.barrier_") + " " + ",".join(f"{k}={v}" for k, v in p.items()
                                                                         if k != "blocks_per_sm"))
         if case == "probe.barrier_rounds" and p["rounds"] == 1024:
-            for b in np.flatnonzero(trace.sm == trace.sm[0]):
+            for b in trace.blocks_by_sm()[0]:
                 rows += [{"kcycles": c / 1e3, "round": i * trace.stride, "block": f"WORK {p['work']}, block {b}"}
                          for i, c in enumerate(trace.clock[b])]
     page.figures.append(("barrier probes: two blocks on one SM", figures.lines(
