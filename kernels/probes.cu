@@ -122,6 +122,19 @@ extern "C" __global__ void read_l2_shared(const float4* __restrict__ in, float* 
     out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
+// The shared passes with every line split between two blocks: block pair (2u, 2u+1) covers read_l2's
+// two windows, 2u reading the low 64 bytes of each of their lines and 2u+1 the high 64 (as TILE 16's
+// blocks share B's lines, or TILE 32's where B's pitch is off the line); roles permuted as in read_l2_shared.
+extern "C" __global__ void read_l2_split(const float4* __restrict__ in, float* __restrict__ out, size_t n4,
+                                         int passes, int mult) {
+    float acc = 0.f;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    unsigned v = blockIdx.x, t = threadIdx.x;
+    for (int p = 0; p < passes; ++p, v = (unsigned)(((unsigned long long)v * mult) % gridDim.x))
+        acc += sweep_cg(in, n4, (size_t)(v & ~1u) * blockDim.x + (t >> 2) * 8 + (v & 1u) * 4 + (t & 3), stride);
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
 // Shared-memory bandwidth: conflict-free 16-byte reads, `iters` per thread.
 extern "C" __global__ void smem_bw(float* __restrict__ out, int iters, int zero) {
     __shared__ float4 s[1024];

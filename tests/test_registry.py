@@ -101,8 +101,10 @@ def test_compiled_kernels_read_from_the_sources_match_the_compiler():
         compiled = set(re.findall(r"Function : (\w+)", f.read()))
     sources = set().union(*(compiled_entries(f.name) for f in KERNEL_DIR.glob("*.cu")))
     # compiled and run on the H200 after the last listing: read_l2_shared (run 20261201T113926Z, no
-    # extras); the barrier probes' _timed twins (experiments/barrier_phase.py, checks/barrier_phase)
-    later = {"read_l2_shared", "barrier_rounds_0_timed", "barrier_rounds_32_timed", "barrier_rounds_32_2_timed"}
+    # extras); the barrier probes' _timed twins (experiments/barrier_phase.py, checks/barrier_phase);
+    # read_l2_split (plan h200_split, no extras)
+    later = {"read_l2_shared", "barrier_rounds_0_timed", "barrier_rounds_32_timed", "barrier_rounds_32_2_timed",
+             "read_l2_split"}
     assert compiled <= sources and sources - compiled <= later, sources ^ compiled
 
 
@@ -122,3 +124,25 @@ def test_static_shared_memory_matches_the_compiler():
             assert case.static_smem(case.bind(**json.loads(r.params))) == r.value, (r.case, r.params)
             checked += 1
     assert checked >= 20
+
+
+def test_split_reader_reference_is_the_kernels_indexing_emulated():
+    """probe.l2_read_split's expected sums against read_l2_split's index arithmetic run thread by
+    thread (a grid-stride loop from each role's first float4), and every float4 read once a pass."""
+    case = get("probe.l2_read_split")
+    p = case.bind(n=1100004, passes=3, mult=5)
+    setup = case.setup(p, np.random.default_rng(3))
+    a4 = setup.inputs["in"].reshape(-1, 4).astype(np.float64).sum(axis=1)
+    grid, block = case.launch(p).grid[0], case.launch(p).block[0]
+    stride, out, reads = grid * block, np.zeros(grid * block), np.zeros(len(a4), int)
+    for b in range(grid):
+        v = b
+        for _ in range(p["passes"]):
+            for t in range(block):
+                first = (v & ~1) * block + (t >> 2) * 8 + (v & 1) * 4 + (t & 3)
+                out[b * block + t] += a4[first::stride].sum()
+                reads[first::stride] += 1
+            v = v * p["mult"] % grid
+    expected = setup.expected_values()["out"]
+    assert np.abs(out - expected).max() < 1e-6 * np.abs(expected).max()
+    assert (reads == p["passes"]).all()

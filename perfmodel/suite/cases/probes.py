@@ -152,6 +152,40 @@ register(KernelCase(
                 "matmul's B by every block row: L2 retention of shared data"))
 
 
+def split_starts(grid: int) -> np.ndarray:
+    """read_l2_split's first float4 per (role block, thread): pair (2u, 2u+1) covers read_l2's two
+    windows, the even block the low half of each line (4 float4s of 8), the odd one the high half."""
+    v, t = np.arange(grid)[:, None], np.arange(BLOCK)[None, :]
+    return (v & ~1) * BLOCK + (t >> 2) * 8 + (v & 1) * 4 + (t & 3)
+
+
+SPLIT_INDEX = "(bx - bx % 2)*bdx + (tx // 4)*8 + (bx % 2)*4 + tx % 4 + it*gdx*bdx"  # blocks as their pass-0 roles
+
+
+def _l2_split_setup(p, rng) -> Setup:
+    a = f32(rng, p["n"])
+    flat = per_thread_sums(a, _grid(p) * BLOCK, 4)  # by read_l2's thread, i.e. by first float4
+    per_role = flat[split_starts(_grid(p))]
+    expected = per_role[_readers(p)].sum(axis=0).reshape(-1).astype(np.float32)
+    return Setup({"in": a}, {"out": expected}, ["in", "out", np.uint64(p["n"] // 4), np.int32(p["passes"]),
+                                                np.int32(p["mult"])], rtol=1e-4)
+
+
+register(KernelCase(
+    name="probe.l2_read_split", study="ceilings", source="probes.cu",
+    defaults={"n": 8 << 20, "passes": 4, "mult": 653},
+    entry=lambda p: "read_l2_split",
+    launch=_shared_launch,  # 1056 blocks: whole pairs
+    accesses=lambda p: [Access("ld.global.cg, half lines", "global", SPLIT_INDEX, elem_bytes=16,
+                               cond=f"{SPLIT_INDEX} < {p['n'] // 4}", loops=("pass", "it"), array="in",
+                               l1_cached=False),
+                        Access("partial store", "global", "bx*bdx + tx", store=True, array="out")],
+    setup=_l2_split_setup, compulsory_bytes=lambda p: (4 * p["n"], 4 * _grid(p) * BLOCK), model="l2",
+    shared_rereads=lambda p: p["mult"] != 1,
+    description="probe.l2_read_shared with every line's two halves read by two blocks (two SMs), as "
+                "TILE 16's blocks share B's lines: L2 retention of split lines"))
+
+
 def _smem_setup(p, rng) -> Setup:
     tid = np.arange(BLOCK)
     idx = (tid[:, None] + 32 * np.arange(p["iters"])[None, :]) & 1023
