@@ -112,8 +112,10 @@ extern "C" __global__ void read_l2(const float4* __restrict__ in, float* __restr
 
 // The same passes, each line read by a different block on every pass (as matmul's B, read by every
 // block row): pass p reads what block (b * mult^p mod gridDim.x) reads in read_l2; mult coprime to it.
-extern "C" __global__ void read_l2_shared(const float4* __restrict__ in, float* __restrict__ out, size_t n4,
-                                          int passes, int mult) {
+// Eight blocks an SM, as read_l2 (sharing sweep_cg had taken it to 38 registers: six blocks an SM, the
+// grid in 1.33 waves - runs 20261201T212117Z-212357Z, which lost less of the buffer).
+extern "C" __global__ void __launch_bounds__(256, 8)
+read_l2_shared(const float4* __restrict__ in, float* __restrict__ out, size_t n4, int passes, int mult) {
     float acc = 0.f;
     size_t stride = (size_t)gridDim.x * blockDim.x;
     unsigned v = blockIdx.x;
@@ -125,8 +127,8 @@ extern "C" __global__ void read_l2_shared(const float4* __restrict__ in, float* 
 // The shared passes with every line split between two blocks: block pair (2u, 2u+1) covers read_l2's
 // two windows, 2u reading the low 64 bytes of each of their lines and 2u+1 the high 64 (as TILE 16's
 // blocks share B's lines, or TILE 32's where B's pitch is off the line); roles permuted as in read_l2_shared.
-extern "C" __global__ void read_l2_split(const float4* __restrict__ in, float* __restrict__ out, size_t n4,
-                                         int passes, int mult) {
+extern "C" __global__ void __launch_bounds__(256, 8)
+read_l2_split(const float4* __restrict__ in, float* __restrict__ out, size_t n4, int passes, int mult) {
     float acc = 0.f;
     size_t stride = (size_t)gridDim.x * blockDim.x;
     unsigned v = blockIdx.x, t = threadIdx.x;

@@ -12,6 +12,7 @@ import numpy as np
 
 from .devices import DeviceSpec
 from .devices import device as lookup
+from .errors import PerfModelError
 from .measurements import load, median_times, written_back
 
 if TYPE_CHECKING:
@@ -91,10 +92,14 @@ class Ceilings:
     # the same where each line is read by another SM on every pass (probe.l2_read_shared)
     l2_shared_retention: tuple[tuple[float, float], ...] = ()
     l2_shared_retention_probe: Ceiling | None = None
+    # the same where each line's two halves are read by two SMs (probe.l2_read_split, h200_split)
+    l2_split_retention: tuple[tuple[float, float], ...] = ()
+    l2_split_retention_probe: Ceiling | None = None
     # both at other pass counts than the curves' (RETENTION_PASSES): ((passes, curve), ...); L2 loses
     # less on each later pass (h200_passes)
     l2_retention_passes: tuple[tuple[int, tuple[tuple[float, float], ...]], ...] = ()
     l2_shared_retention_passes: tuple[tuple[int, tuple[tuple[float, float], ...]], ...] = ()
+    l2_split_retention_passes: tuple[tuple[int, tuple[tuple[float, float], ...]], ...] = ()
     # sectors warps complete in 4-byte pieces while L2's write requests bound the kernel: the share of the
     # written bytes L2 fills from DRAM and writes back twice, by the bytes the kernel moves ((bytes, share), ...)
     l2_piece_fills: tuple[tuple[float, float], ...] = ()
@@ -103,16 +108,19 @@ class Ceilings:
     partial_law: PartialLaw | None = None
     partial_loss_probe: Ceiling | None = None  # where the law comes from; value: the bytes between losing half
 
-    def l2_loss(self, footprint_bytes: float, shared: bool = False, passes: int = 0) -> float | None:
+    def l2_loss(self, footprint_bytes: float, readers: str = "one", passes: int = 0) -> float | None:
         """The share of a re-read buffer L2 loses between passes, on average over `passes` (measured; None
-        where not); `shared`: each line read by another SM on each pass. The curves' own pass count where
+        where not); `readers` (READERS): "one" SM reads each line every pass, "shared": another SM each
+        pass, "split": two SMs a line's two halves, others each pass. The curves' own pass count where
         `passes` is 0. Between measured pass counts the lost total ((passes - 1) x share) is interpolated
         linearly; at sizes a pass count was not measured at, the main curve's share (`_scaled`)."""
-        curve = self.l2_shared_retention if shared else self.l2_retention
+        if readers not in READERS:
+            raise PerfModelError(f"readers = {readers!r}: one of {', '.join(READERS)}")
+        key = READERS[readers]
+        curve, others = getattr(self, key), getattr(self, f"{key}_passes")
         if not curve:
             return None
         main = _at(curve, footprint_bytes)
-        others = self.l2_shared_retention_passes if shared else self.l2_retention_passes
         if not passes or passes == RETENTION_PASSES or not others:
             return main
         totals = sorted([(RETENTION_PASSES, main)] + [(n, _scaled(c, curve, footprint_bytes)) for n, c in others])
@@ -222,6 +230,7 @@ def _ncu_read_curve(data, case: str, point) -> tuple[tuple[tuple[float, float], 
     return tuple(sorted((x, float(np.median(y))) for x, y in pts.items())), sorted(cases)
 
 
+READERS = {"one": "l2_retention", "shared": "l2_shared_retention", "split": "l2_split_retention"}
 RETENTION_PASSES = 4  # the pass count the retention curves are measured at over 16-128 MiB
 
 
@@ -269,6 +278,21 @@ def _l2_retention(data, case: str = "probe.l2_read", key: str = "l2_retention",
         f"{int(curve[0][0]) >> 20}-{int(curve[-1][0]) >> 20} MiB"
         + (f"; also at {', '.join(str(n) for n in sorted(by_passes))} passes" if by_passes else ""),
         tuple(sorted(used)))}
+
+
+def retention_by_run(data, case: str) -> dict[str, tuple[tuple[float, float], ...]]:
+    """`case`'s retention curve at RETENTION_PASSES (readers changing where it has mult), one per run:
+    run id -> ((footprint bytes, share lost per pass), ...). What L2 keeps of lines read by SMs on both
+    sides moved between sessions (h200_split vs h200_shared), so a session's own curve is shown beside
+    the merged one."""
+    def lost(p, read):
+        size = 4 * p["n"]
+        if p.get("passes", 1) != RETENTION_PASSES or p.get("mult", 0) == 1:
+            return None
+        return size, min(max((read / size - 1) / (RETENTION_PASSES - 1), 0.0), 1.0)
+
+    runs = data[data.case == case].run_id.unique()
+    return {run: curve for run in sorted(runs) if (curve := _ncu_read_curve(data[data.run_id == run], case, lost)[0])}
 
 
 def _stream_startup(data, times, launch_s: float, min_bytes: int = 64 << 20) -> Ceiling | None:
@@ -539,6 +563,8 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
         extra.update(_l2_retention(data))
         extra.update(_l2_retention(data, "probe.l2_read_shared", "l2_shared_retention",
                                    "a buffer each line of which another SM reads on each pass"))
+        extra.update(_l2_retention(data, "probe.l2_read_split", "l2_split_retention",
+                                   "a buffer each line's halves of which two other SMs read on each pass"))
         extra.update(_l2_piece_fills(data))
         extra.update(_partial_loss(data, times, dev))
         for key, case, what, match in (

@@ -117,7 +117,8 @@ def compare(device: str = "h200", data: pd.DataFrame | None = None, progress: bo
     # cases whose DRAM reads define a measured curve (L2 retention, piece fills): those rows shown, not
     # counted (their time is, and the piece fills' writes, which the read curve predicts)
     defines_reads = {cid for c in (ceil_dev.l2_retention_probe, ceil_dev.l2_shared_retention_probe,
-                                   ceil_dev.l2_piece_fills_probe) if c for cid in c.cases}
+                                   ceil_dev.l2_split_retention_probe, ceil_dev.l2_piece_fills_probe)
+                     if c for cid in c.cases}
     ceiling_ids |= {cid for c in ceil_dev.all() for cid in c.cases} - defines_reads
     # the partial-sector law's launches define both its loss (DRAM reads) and its fill cost (time)
     defines_reads |= set(ceil_dev.partial_loss_probe.cases) if ceil_dev.partial_loss_probe else set()

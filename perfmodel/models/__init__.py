@@ -181,7 +181,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     # blocks that store after a barrier write at the end of their lives, whose lengths spread
     order = store_spread(dev.key) if case.sync_after_loads else None
     below = below_l1(dev, accesses, launch, l1, compulsory, resident, case.model, p,
-                     functools.partial(ceil.l2_loss, shared=case.shared_rereads(p)),
+                     functools.partial(ceil.l2_loss, readers=case.rereaders(p)),
                      l1_share, varying, ceil.store_combining, coresidency_law(dev.key),
                      ceil.partial_law.lost if ceil.partial_law else None,
                      order.blocks(blocks_per_sm, dev.sm_count) if order else None,

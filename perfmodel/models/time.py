@@ -17,6 +17,7 @@ from .traffic import L2Requests, Traffic, l2_input_units
 
 IN_SM = ("fp32", "fp64", "l1", "l1_tag", "issue")  # pipes inside the SM: bound per wave of resident blocks
 # bounds that stream through the memory system
+READ_ONLY_WRITE_SHARE = 0.01  # write requests per read request below which a kernel counts as only reading
 OUTSIDE_SM = ("dram", "latency", "l2", "l2_requests", "l2_input", "blocks")
 
 
@@ -78,11 +79,15 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_read_bytes: fl
         Term(precision, flops / fp.value, flops, fp.value, fp.source),
     ]
     hit, fill, rmw = ceil.l2_write_requests_per_s, ceil.l2_write_fill_requests_per_s, ceil.l2_write_rmw_requests_per_s
-    n = req.read + req.writes
+    # reads queue at the write requests' rate where the kernel writes (transpose.rows: reads and sector
+    # fills); a kernel that only reads is not held there - probe.l2_read_split's 64-byte reads ran at
+    # >= 140 G/s, twice that rate (h200_split) - and the crossbar term (l2_input) charges its reads
+    read = req.read if req.writes > READ_ONLY_WRITE_SHARE * req.read else 0.0
+    n = read + req.writes
     if hit and fill and rmw and n:
-        t = (req.read + req.write_hit) / hit.value + req.write_fill / fill.value + req.write_rmw / rmw.value + fills[0]
+        t = (read + req.write_hit) / hit.value + req.write_fill / fill.value + req.write_rmw / rmw.value + fills[0]
         terms.append(Term("l2_requests", t, n, n / t,
-                          f"{req.read:.3g} reads + {req.write_hit:.3g} writes at {hit.value / 1e9:.0f} G/s, "
+                          f"{read:.3g} reads + {req.write_hit:.3g} writes at {hit.value / 1e9:.0f} G/s, "
                           f"{req.write_fill:.3g} sector fills at {fill.value / 1e9:.0f} G/s, {req.write_rmw:.3g} "
                           f"read-modify-writes at {rmw.value / 1e9:.0f} G/s (probe.store_lines){fills[1]}"))
     if ceil.l2_input_per_s and (units := l2_input_units(l1, req.read, req.merged, req.kept)):

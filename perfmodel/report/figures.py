@@ -120,13 +120,12 @@ def timeline(events: pd.DataFrame, path: Path, title: str) -> str:
 
 
 def retention(curve: tuple[tuple[float, float], ...], points: pd.DataFrame, model: pd.DataFrame, path: Path,
-              title: str, shared: tuple[tuple[float, float], ...] = ()) -> str:
+              title: str, probes: tuple[tuple[tuple[tuple[float, float], ...], str, str], ...] = ()) -> str:
     """Share of a re-read working set L2 has lost by the next read, against the set's size: the
-    measured cyclic stream (and `shared`: the same, each line read by another SM each pass), the
-    measured matmuls (one marker per variant) and the model's lines (`model`: mib, lost and optionally swept)."""
+    measured cyclic stream (and `probes`: other measured curves, (curve, style, label)), the measured
+    matmuls (one marker per variant) and the model's lines (`model`: mib, lost and optionally swept)."""
     fig, ax = plt.subplots(figsize=(6.5, 4.5))
-    for c, style, label in ((curve, "k-o", "probe.l2_read (measured: retention curve)"),
-                            (shared, "g-s", "probe.l2_read_shared: another SM each pass (measured)")):
+    for c, style, label in ((curve, "k-o", "probe.l2_read (measured: retention curve)"), *probes):
         if c:
             x, y = zip(*c, strict=True)
             ax.plot(np.array(x) / 2**20, y, style, ms=4, label=label)

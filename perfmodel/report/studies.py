@@ -192,7 +192,7 @@ def ceilings_study(dev, data, table, ceil, folder: Path) -> Page:
             sweep, "mib", [("measured", "o", "measured"), ("predicted", "-", "model")], folder / "stream_sizes.png",
             "float4 streams: time vs array size", "MiB per array", "s", group="stream", logx=True, logy=True)))
     if ceil.l2_retention:
-        page.figures.append(("L2 retention", _retention_figure(dev, table, ceil, folder)))
+        page.figures.append(("L2 retention", _retention_figure(dev, table, data, ceil, folder)))
     busy = l2_input_busy(dev, data)
     if len(busy):
         busy["label"] = busy.case_id.str.replace("probe.", "", regex=False).str.replace("transpose.", "t.", regex=False)
@@ -243,9 +243,11 @@ def _combining_figure(data, law, folder: Path) -> str:
                          "share of the combinable sectors combined", group="pattern", logx=True)
 
 
-def _retention_figure(dev, table, ceil, folder: Path) -> str:
+def _retention_figure(dev, table, data, ceil, folder: Path) -> str:
     """The measured share of B each matmul group lost before the next re-read it, beside the cyclic
-    stream's retention curve and the model's line."""
+    stream's retention curve, the shared and split readers' curves of each session that swept them
+    (at least 10 sizes) and the model's line."""
+    from ..ceilings import retention_by_run
     from ..models.dram import matmul_b_streams, reread_miss, swept_footprint
     from ..suite.registry import get
 
@@ -263,9 +265,15 @@ def _retention_figure(dev, table, ceil, folder: Path) -> str:
     mib = np.linspace(8, 96, 89)
     model = pd.DataFrame(dict(mib=mib, lost=[reread_miss(dev, m * 2**20) for m in mib],
                               swept=[ceil.l2_loss(swept_footprint(m * 2**20)) for m in mib]))
+    probes = []
+    for case, style, who in (("probe.l2_read_shared", "s", "another SM each pass"),
+                             ("probe.l2_read_split", "^", "two SMs a line's halves")):
+        swept = [(run, c) for run, c in retention_by_run(data, case).items() if len(c) >= 10]
+        for i, (run, c) in enumerate(swept):
+            probes.append((c, f"{'gm'[case.endswith('split')]}{'-:'[i % 2]}{style}",
+                           f"{case.removeprefix('probe.')}: {who} (measured, run {run[:13]})"))
     return figures.retention(ceil.l2_retention, pd.DataFrame(pts, columns=["mib", "lost", "variant"]), model,
-                             folder / "l2_retention.png", "What L2 keeps of a re-read working set",
-                             ceil.l2_shared_retention)
+                             folder / "l2_retention.png", "What L2 keeps of a re-read working set", tuple(probes))
 
 
 def _barrier_phase(dev, folder: Path, page: Page) -> str:

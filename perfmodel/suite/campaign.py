@@ -40,7 +40,8 @@ def run(plan: str, out: Path, *, ncu: bool = True, extras: bool | tuple[str, ...
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     prov = provenance(run_id)
     props = gpu.device_properties()
-    (out / "device.json").write_text(json.dumps({"properties": props, "provenance": prov.__dict__}, indent=1))
+    (out / "device.json").write_text(json.dumps({"properties": props, "provenance": prov.__dict__,
+                                                     "gpu": gpu.identity()}, indent=1))
     spec = DeviceSpec.from_properties(props, name=props["name"])
     print(f"device {spec.name} cc {spec.compute_capability}, {spec.sm_count} SMs, L2 {spec.l2_bytes >> 20} MiB; "
           f"driver {prov.driver}, CUDA {prov.cuda}, PyCUDA {prov.pycuda}, SM clock {prov.sm_clock_mhz}", flush=True)

@@ -43,6 +43,22 @@ def context() -> Any:
     return ctx
 
 
+def identity() -> dict[str, str]:
+    """Which card this is (nvidia-smi: UUID, serial, PCI bus, VBIOS): L2 retention of data read by SMs
+    on both sides moved 40 % between two sessions' cards (plan h200_session_check). {} where unknown."""
+    import subprocess
+
+    fields = ("uuid", "serial", "pci.bus_id", "vbios_version")
+    try:
+        bus = _driver().Context.get_device().pci_bus_id()
+        line = subprocess.run(["nvidia-smi", "-i", bus, f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError, AttributeError):
+        return {}
+    values = [v.strip() for v in line.split(",")]
+    return dict(zip(fields, values, strict=True)) if len(values) == len(fields) else {}
+
+
 def device_properties(device: Any = None) -> dict[str, Any]:
     """cudaDeviceProp-named properties of the live device, plus driver and clocks."""
     drv = _driver()

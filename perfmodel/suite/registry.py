@@ -22,6 +22,9 @@ Params = Mapping[str, int]
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernels"
 
 
+BOUNDS = r"(?:__launch_bounds__\([^)]*\)\s*)?"  # an optional __launch_bounds__(threads, blocks) before the name
+
+
 @functools.cache
 def compiled_entries(source: str) -> frozenset[str]:
     """The extern "C" kernels a source file defines, macro instantiations expanded
@@ -30,10 +33,10 @@ def compiled_entries(source: str) -> frozenset[str]:
     if not path.exists():
         return frozenset()
     text = path.read_text().replace("\\\n", " ")
-    names = set(re.findall(r'extern\s+"C"\s+__global__\s+void\s+(\w+)\s*\(', text))
+    names = set(re.findall(rf'extern\s+"C"\s+__global__\s+void\s+{BOUNDS}(\w+)\s*\(', text))
     for macro, params, body in re.findall(r"#define\s+(\w+)\(([^)]*)\)(.*)", text):
         formals = [f.strip() for f in params.split(",")]
-        templates = re.findall(r'extern\s+"C"\s+__global__\s+void\s+([\w#]+)\s*\(', body)
+        templates = re.findall(rf'extern\s+"C"\s+__global__\s+void\s+{BOUNDS}([\w#]+)\s*\(', body)
         for args in re.findall(rf"^{macro}\(([^)]*)\)", text, flags=re.M):
             actual = dict(zip(formals, (a.strip() for a in args.split(",")), strict=False))
             names |= {"".join(actual.get(piece, piece) for piece in t.split("##")) for t in templates}
@@ -85,7 +88,7 @@ class KernelCase:
     loads_in_flight: Callable[[Params], int] = lambda p: 1  # independent loads per thread in flight (Little)
     sync_after_loads: bool = False  # every block waits at a barrier for all its loads before storing
     barrier_phases: Callable[[Params], int] | None = None  # load -> barrier -> compute rounds per block
-    shared_rereads: Callable[[Params], bool] = lambda p: False  # passes re-read each line from another SM
+    rereaders: Callable[[Params], str] = lambda p: "one"  # who re-reads each line: Ceilings.l2_loss's readers
 
     def bind(self, **params: int) -> dict[str, int]:
         unknown = set(params) - set(self.defaults)

@@ -147,7 +147,7 @@ register(KernelCase(
                                loops=("pass", "it"), array="in", l1_cached=False),
                         Access("partial store", "global", "bx*bdx + tx", store=True, array="out")],
     setup=_l2_shared_setup, compulsory_bytes=lambda p: (4 * p["n"], 4 * _grid(p) * BLOCK), model="l2",
-    shared_rereads=lambda p: p["mult"] != 1,
+    rereaders=lambda p: "shared" if p["mult"] != 1 else "one",
     description="probe.l2_read with each line read by another block (another SM) on every pass, as "
                 "matmul's B by every block row: L2 retention of shared data"))
 
@@ -181,7 +181,8 @@ register(KernelCase(
                                l1_cached=False),
                         Access("partial store", "global", "bx*bdx + tx", store=True, array="out")],
     setup=_l2_split_setup, compulsory_bytes=lambda p: (4 * p["n"], 4 * _grid(p) * BLOCK), model="l2",
-    shared_rereads=lambda p: p["mult"] != 1,
+    # mult = 1: the same two blocks read a line's halves every pass, lost as the stream loses it (-3..-8 %)
+    rereaders=lambda p: "split" if p["mult"] != 1 else "one",
     description="probe.l2_read_shared with every line's two halves read by two blocks (two SMs), as "
                 "TILE 16's blocks share B's lines: L2 retention of split lines"))
 
