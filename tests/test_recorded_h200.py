@@ -173,6 +173,10 @@ def test_l2_retention_curve_is_measured(recorded):
     assert all(b >= a - 0.01 for a, b in zip(losses, losses[1:], strict=False))  # grows with the footprint
 
 
+SPLIT_FIRST, SPLIT_REPEATS = "20261201T212117Z", ("20261201T212315Z", "20261201T212338Z", "20261201T212357Z")
+SPLIT_AND_SHARED = "20261201T215036Z"  # h200_split_repeat again, read_l2_shared held to eight blocks an SM
+
+
 def _retention_by_run(recorded, case: str) -> pd.DataFrame:
     """`case`'s 4-pass launches with readers changing: the share lost per pass, by run and size (MiB)."""
     from perfmodel.ceilings import retention_by_run
@@ -203,24 +207,24 @@ def test_shared_reader_retention_and_its_control(comparison):
 def test_split_lines_lose_more_than_whole_lines(recorded, comparison):
     """probe.l2_read_split (h200_split, h200_split_repeat): each line's two halves read by two SMs,
     others on every pass - as TILE 16's blocks share B's lines, or TILE 32's where B's pitch is off the
-    line. L2 loses 1.3-1.9x what it loses of whole lines read by one SM each pass (h200_shared, the same
-    eight blocks an SM), most at 36-40 MiB; three runs in one device call repeat within 3 %, the call
-    before within 2.5 points at 36-52 MiB (at 32 MiB 6.1 against 4.5 %). The matmuls show the same: in
-    one run (h200_session_check) TILE 32 at 2048 x 5112 x 2048 (pitch off the line) loses of B what TILE
-    16 does, 1.8x TILE 32 at n = 5120. With the same two SMs every pass (mult 1) the split lines lose as
-    the stream does: counted against its curve, +3..+8 %."""
+    line. In one run L2 loses 1.2-2.3x what it loses of whole lines read by one SM each pass (the shared
+    probe, eight blocks an SM): 2.3x at 32 MiB, 1.8x at 40, 1.4x at 48; three runs in one device call
+    repeat within 3 %, the call before within 2.5 points at 36-52 MiB (at 32 MiB 6.1 against 4.5 %).
+    The matmuls show the same: in one run (h200_session_check) TILE 32 at 2048 x 5112 x 2048 (pitch off
+    the line) loses of B what TILE 16 does, 1.8x TILE 32 at n = 5120. With the same two SMs every pass
+    (mult 1) the split lines lose as the stream does: counted against its curve, +3..+8 %."""
     split = _retention_by_run(recorded, "probe.l2_read_split")
-    runs = sorted(split.run.unique())
-    assert len(runs) == 4, runs  # h200_split and the three h200_split_repeat runs
-    repeats = split[split.run.isin(runs[1:])].groupby("mib").lost  # h200_split_repeat: one device call
+    shared = _retention_by_run(recorded, "probe.l2_read_shared")
+    assert sorted(split.run.unique()) == [SPLIT_FIRST, *SPLIT_REPEATS, SPLIT_AND_SHARED]
+    repeats = split[split.run.isin(SPLIT_REPEATS)].groupby("mib").lost  # one device call
     assert (repeats.count() == 3).all() and (repeats.max() / repeats.min() < 1.03).all(), repeats.describe()
-    first = split[split.run == runs[0]].set_index("mib").lost  # h200_split, the call before
+    first = split[split.run == SPLIT_FIRST].set_index("mib").lost  # the call before
     near = repeats.median().index[repeats.median().index >= 36]
     assert len(near) == 5 and ((first[near] - repeats.median()[near]).abs() < 0.025).all(), first[near]
-    shared = _retention_by_run(recorded, "probe.l2_read_shared")
-    whole = shared[shared.run == "20261201T113926Z"].set_index("mib").lost
-    ratio = (repeats.median() / whole).dropna()
-    assert len(ratio) == 6 and (ratio > 1.25).all() and (ratio[ratio.index <= 44] > 1.5).all(), ratio
+    # in one run, beside the shared probe at eight blocks an SM
+    a = split[split.run == SPLIT_AND_SHARED].set_index("mib").lost
+    b = shared[shared.run == SPLIT_AND_SHARED].set_index("mib").lost
+    assert len(a) == len(b) == 6 and (a > 1.15 * b).all() and (a[a.index <= 48] > 1.4 * b).dropna().all(), (a, b)
     t = _sel(comparison, case="probe.l2_read_split", metric="dram_read_bytes")
     control = t[t.kind == "counter"]
     assert len(control) == 3 and control.rel_error.abs().max() < 0.09, describe(control)
@@ -240,7 +244,8 @@ def test_shared_probe_at_six_blocks_an_sm_lost_less(recorded):
     """Sharing sweep_cg with read_l2 took read_l2_shared to 38 registers: six blocks an SM, its 1056
     blocks in 1.33 waves (ncu, h200_split's and h200_split_repeat's shared launches). Those launches
     lost 14/24/37 % a pass at 40/48/52 MiB against 19/41/61 % at eight blocks an SM (h200_shared): kept
-    apart (checks/shared_38_registers), the kernel is held to eight blocks (__launch_bounds__)."""
+    apart (checks/shared_38_registers), the kernel is held to eight blocks (__launch_bounds__). Held so,
+    it lost 20/43/62 % (run 20261201T215036Z, another card: GPU-dd5fb7cf) - within 2 points at 32-52 MiB."""
     from perfmodel.measurements import DATA_DIR
 
     ncu = pd.read_csv(DATA_DIR / "h200" / "checks" / "shared_38_registers" / "ncu.csv.gz")
@@ -249,10 +254,11 @@ def test_shared_probe_at_six_blocks_an_sm_lost_less(recorded):
     assert len(regs) >= 20 and (regs == 38).all() and (limit == 6).all()
     assert (_retention_by_run(ncu, "probe.l2_read_shared").groupby("run").size() >= 3).all()
     six = _retention_by_run(ncu, "probe.l2_read_shared").groupby("mib").lost.median()
-    eight = _retention_by_run(recorded, "probe.l2_read_shared")
-    eight = eight[eight.run == "20261201T113926Z"].set_index("mib").lost
+    eight = _retention_by_run(recorded, "probe.l2_read_shared").pivot(index="mib", columns="run", values="lost")
+    first, again = eight["20261201T113926Z"], eight[SPLIT_AND_SHARED].dropna()
+    assert len(again) == 6 and ((again - first[again.index]).abs() < 0.02).all(), eight  # another card
     for mib in (40, 48, 52):
-        assert six[mib] < 0.8 * eight[mib], (mib, six[mib], eight[mib])
+        assert six[mib] < 0.8 * first[mib], (mib, six[mib], first[mib])
 
 
 def test_band_matmuls_re_measured_in_another_session(recorded):

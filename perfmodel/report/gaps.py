@@ -56,10 +56,11 @@ REASONS: list[tuple[str, str, str]] = [
                                    "0-100 % lost by variant at one size (plans/h200_reuse.toml); the model replays "
                                    "another shape's recorded schedule (TILE 32, COARSE) or takes the read stream's "
                                    "loss at 4/3 of B (TILE 16). Lines whose halves two SMs read (TILE 16; TILE 32 "
-                                   "where B's pitch is off the 128-byte line) lose 2-2.6x what whole lines do "
-                                   "(probe.l2_read_split, same session): at n = 5112 TILE 32 loses what TILE 16 "
-                                   "does, 1.8x its n = 5120 (model -41 %, it replays whole lines). Re-measured in "
-                                   "another session the band moved 2-10 % (h200_session_check)"),
+                                   "where B's pitch is off the 128-byte line) lose 1.2-2.3x what whole lines do "
+                                   "(probe.l2_read_split beside probe.l2_read_shared in one run): at n = 5112 "
+                                   "TILE 32 loses what TILE 16 does, 1.8x its n = 5120 (model -41 %, it replays "
+                                   "whole lines). Re-measured a day or two later the band moved 2-10 % "
+                                   "(h200_session_check)"),
     ("dram_write_bytes_in_kernel", "", "what L2 writes back before the kernel ends follows its replacement "
                                        "order; under 16 MiB, lines ncu's own setup left dirty dominate"),
     ("time_s", "matmul.coarsened", "COARSE 8, one block per SM: its warps wait on shared loads' results (plan "
