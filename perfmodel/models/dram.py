@@ -4,12 +4,13 @@ dirty in L2 when the kernel ends."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..devices import DeviceSpec
 from ..memory import Launch
-from ..memory.coalescing import SECTOR_BYTES
+from ..memory.coalescing import LINE_BYTES, SECTOR_BYTES
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,27 @@ def swept_footprint(b_bytes: float) -> float:
     the other half (3/4 of the stream); of B, which SMs on both sides read, its own half and copies of
     all the other half (all of B). So B fills the partitions as a stream of 4/3 its size."""
     return 4 * b_bytes / 3
+
+
+def split_row_share(case: str, params: dict[str, int]) -> float:
+    """The share of B's rows in which a TILE 32 block's 128-byte segment straddles two lines (B's pitch,
+    4n bytes, off the line): all rows but the 1 in 128 / gcd(4n, 128) that start on a line. 0 elsewhere."""
+    if case != "matmul.tiled" or params.get("tile") != 32:
+        return 0.0
+    return 1.0 - math.gcd(4 * params["n"], LINE_BYTES) / LINE_BYTES
+
+
+def split_line_factor(split_loss: float | None, whole_loss: float | None, share: float) -> float:
+    """How much more of B L2 loses where `share` of its lines are read in pieces by two SMs: the split
+    probe's loss over the shared probe's at B's size (probe.l2_read_split / _shared, one run: 1.2-2.3x
+    at 32-52 MiB), a point added to each so sizes that lose nothing give 1. Scales the replay's re-reads,
+    which hold whole lines."""
+    if not share or split_loss is None or whole_loss is None:
+        return 1.0
+    return 1.0 + share * ((split_loss + SPLIT_FLOOR) / (whole_loss + SPLIT_FLOOR) - 1.0)
+
+
+SPLIT_FLOOR = 0.01  # a point of loss: the ratio of two curves that both lose ~nothing is 1, not noise
 
 
 def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: int, launch: Launch,
