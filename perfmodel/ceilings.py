@@ -92,7 +92,7 @@ class Ceilings:
     # the same where each line is read by another SM on every pass (probe.l2_read_shared)
     l2_shared_retention: tuple[tuple[float, float], ...] = ()
     l2_shared_retention_probe: Ceiling | None = None
-    # the same where each line's two halves are read by two SMs (probe.l2_read_split, h200_split)
+    # the same where each line's two halves are read by two SMs (probe.l2_read_split, h200_split_lines)
     l2_split_retention: tuple[tuple[float, float], ...] = ()
     l2_split_retention_probe: Ceiling | None = None
     # both at other pass counts than the curves' (RETENTION_PASSES): ((passes, curve), ...); L2 loses
@@ -282,9 +282,8 @@ def _l2_retention(data, case: str = "probe.l2_read", key: str = "l2_retention",
 
 def retention_by_run(data, case: str) -> dict[str, tuple[tuple[float, float], ...]]:
     """`case`'s retention curve at RETENTION_PASSES (readers changing where it has mult), one per run:
-    run id -> ((footprint bytes, share lost per pass), ...). What L2 keeps of lines read by SMs on both
-    sides moved between sessions (h200_split vs h200_shared), so a session's own curve is shown beside
-    the merged one."""
+    run id -> ((footprint bytes, share lost per pass), ...): probes compared within one run (the split
+    readers beside the shared ones), and each sweep's own curve drawn beside the merged one."""
     def lost(p, read):
         size = 4 * p["n"]
         if p.get("passes", 1) != RETENTION_PASSES or p.get("mult", 0) == 1:

@@ -102,7 +102,7 @@ def test_compiled_kernels_read_from_the_sources_match_the_compiler():
     sources = set().union(*(compiled_entries(f.name) for f in KERNEL_DIR.glob("*.cu")))
     # compiled and run on the H200 after the last listing: read_l2_shared (run 20261201T113926Z, no
     # extras); the barrier probes' _timed twins (experiments/barrier_phase.py, checks/barrier_phase);
-    # read_l2_split (plan h200_split, no extras)
+    # read_l2_split (plan h200_split_lines, no extras)
     later = {"read_l2_shared", "barrier_rounds_0_timed", "barrier_rounds_32_timed", "barrier_rounds_32_2_timed",
              "read_l2_split"}
     assert compiled <= sources and sources - compiled <= later, sources ^ compiled

@@ -81,7 +81,7 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_read_bytes: fl
     hit, fill, rmw = ceil.l2_write_requests_per_s, ceil.l2_write_fill_requests_per_s, ceil.l2_write_rmw_requests_per_s
     # reads queue at the write requests' rate where the kernel writes (transpose.rows: reads and sector
     # fills); a kernel that only reads is not held there - probe.l2_read_split's 64-byte reads ran at
-    # >= 140 G/s, twice that rate (h200_split) - and the crossbar term (l2_input) charges its reads
+    # >= 140 G/s, twice that rate (h200_split_lines) - and the crossbar term (l2_input) charges its reads
     read = req.read if req.writes > READ_ONLY_WRITE_SHARE * req.read else 0.0
     n = read + req.writes
     if hit and fill and rmw and n:

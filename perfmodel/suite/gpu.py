@@ -44,8 +44,8 @@ def context() -> Any:
 
 
 def identity() -> dict[str, str]:
-    """Which card this is (nvidia-smi: UUID, serial, PCI bus, VBIOS): L2 retention of data read by SMs
-    on both sides moved 40 % between two sessions' cards (plan h200_session_check). {} where unknown."""
+    """Which card this is (nvidia-smi: UUID, serial, PCI bus, VBIOS), so runs of different sessions can
+    be told apart when they are compared (plan h200_session_check). {} where unknown."""
     import subprocess
 
     fields = ("uuid", "serial", "pci.bus_id", "vbios_version")
