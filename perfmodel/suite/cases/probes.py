@@ -130,12 +130,18 @@ def _shared_launch(p) -> Launch:
     return _with_passes(_stream_launch({**p, "vec": 1}, 4), p["passes"])
 
 
-def _l2_shared_setup(p, rng) -> Setup:
-    a = f32(rng, p["n"])
-    per_block = per_thread_sums(a, _grid(p) * BLOCK, 4).reshape(_grid(p), BLOCK)
-    expected = per_block[_readers(p)].sum(axis=0).reshape(-1).astype(np.float32)
-    return Setup({"in": a}, {"out": expected}, ["in", "out", np.uint64(p["n"] // 4), np.int32(p["passes"]),
-                                                np.int32(p["mult"])], rtol=1e-4)
+def _readers_setup(starts=None):
+    """The shared-reader probes' data and expected sums: each block adds, on each pass, what its role
+    block's threads read in read_l2 from their first float4 (`starts(grid)`: (role, thread) -> float4
+    index; None: read_l2's own threads)."""
+    def setup(p, rng) -> Setup:
+        a = f32(rng, p["n"])
+        flat = per_thread_sums(a, _grid(p) * BLOCK, 4)  # by read_l2's thread, i.e. by first float4
+        per_role = flat[starts(_grid(p))] if starts else flat.reshape(_grid(p), BLOCK)
+        expected = per_role[_readers(p)].sum(axis=0).reshape(-1).astype(np.float32)
+        return Setup({"in": a}, {"out": expected}, ["in", "out", np.uint64(p["n"] // 4), np.int32(p["passes"]),
+                                                    np.int32(p["mult"])], rtol=1e-4)
+    return setup
 
 
 register(KernelCase(
@@ -146,7 +152,7 @@ register(KernelCase(
     accesses=lambda p: [Access("ld.global.cg", "global", "i", elem_bytes=16, cond=f"i < {p['n'] // 4}",
                                loops=("pass", "it"), array="in", l1_cached=False),
                         Access("partial store", "global", "bx*bdx + tx", store=True, array="out")],
-    setup=_l2_shared_setup, compulsory_bytes=lambda p: (4 * p["n"], 4 * _grid(p) * BLOCK), model="l2",
+    setup=_readers_setup(), compulsory_bytes=lambda p: (4 * p["n"], 4 * _grid(p) * BLOCK), model="l2",
     rereaders=lambda p: "shared" if p["mult"] != 1 else "one",
     description="probe.l2_read with each line read by another block (another SM) on every pass, as "
                 "matmul's B by every block row: L2 retention of shared data"))
@@ -162,15 +168,6 @@ def split_starts(grid: int) -> np.ndarray:
 SPLIT_INDEX = "(bx - bx % 2)*bdx + (tx // 4)*8 + (bx % 2)*4 + tx % 4 + it*gdx*bdx"  # blocks as their pass-0 roles
 
 
-def _l2_split_setup(p, rng) -> Setup:
-    a = f32(rng, p["n"])
-    flat = per_thread_sums(a, _grid(p) * BLOCK, 4)  # by read_l2's thread, i.e. by first float4
-    per_role = flat[split_starts(_grid(p))]
-    expected = per_role[_readers(p)].sum(axis=0).reshape(-1).astype(np.float32)
-    return Setup({"in": a}, {"out": expected}, ["in", "out", np.uint64(p["n"] // 4), np.int32(p["passes"]),
-                                                np.int32(p["mult"])], rtol=1e-4)
-
-
 register(KernelCase(
     name="probe.l2_read_split", study="ceilings", source="probes.cu",
     defaults={"n": 8 << 20, "passes": 4, "mult": 653},
@@ -180,8 +177,8 @@ register(KernelCase(
                                cond=f"{SPLIT_INDEX} < {p['n'] // 4}", loops=("pass", "it"), array="in",
                                l1_cached=False),
                         Access("partial store", "global", "bx*bdx + tx", store=True, array="out")],
-    setup=_l2_split_setup, compulsory_bytes=lambda p: (4 * p["n"], 4 * _grid(p) * BLOCK), model="l2",
-    # mult = 1: the same two blocks read a line's halves every pass, lost as the stream loses it (-3..-8 %)
+    setup=_readers_setup(split_starts), compulsory_bytes=lambda p: (4 * p["n"], 4 * _grid(p) * BLOCK), model="l2",
+    # mult = 1: the same two blocks read a line's halves every pass, lost as the stream loses it (+3..+8 %)
     rereaders=lambda p: "split" if p["mult"] != 1 else "one",
     description="probe.l2_read_shared with every line's two halves read by two blocks (two SMs), as "
                 "TILE 16's blocks share B's lines: L2 retention of split lines"))
