@@ -37,9 +37,10 @@ FAMILIES: dict[str, tuple[int, dict[str, tuple[int, int]], dict[str, list[int]]]
     "transpose.rows_swapped": (3, {"rows": (1000, 9000), "cols": (1000, 9000)}, {}),
     "stencil.naive": (3, {"nx": (1000, 9000), "ny": (1000, 9000)}, {}),
     "stencil.temporal": (4, {"nx": (1000, 9000), "ny": (1000, 9000)}, {"steps": list(range(1, 9)), "ppt": [1, 2]}),
-    # passes over 16-64 MiB: L2 retention (the stream's and the shared readers' curves) and the per-pass timing
+    # passes over 16-64 MiB: L2 retention (the stream's, the shared and the split readers' curves), per-pass timing
     "probe.l2_read": (3, {"n": (4 << 20, 16 << 20)}, {"passes": [2, 3, 5, 6, 8]}),
     "probe.l2_read_shared": (3, {"n": (4 << 20, 16 << 20)}, {"passes": [2, 3, 5, 6, 8], "mult": [389, 653, 797]}),
+    "probe.l2_read_split": (3, {"n": (4 << 20, 16 << 20)}, {"passes": [2, 3, 5, 6, 8], "mult": [389, 653, 797]}),
 }
 WHOLE = {"n": 4}  # sizes drawn in multiples: the probes' n (floats) read as float4
 
