@@ -16,8 +16,8 @@ from .l1 import L1Traffic
 from .traffic import L2Requests, Traffic, l2_input_units
 
 IN_SM = ("fp32", "fp64", "l1", "l1_tag", "issue")  # pipes inside the SM: bound per wave of resident blocks
-# bounds that stream through the memory system
 READ_ONLY_WRITE_SHARE = 0.01  # write requests per read request below which a kernel counts as only reading
+# bounds that stream through the memory system
 OUTSIDE_SM = ("dram", "latency", "l2", "l2_requests", "l2_input", "blocks")
 
 

@@ -245,7 +245,7 @@ def _combining_figure(data, law, folder: Path) -> str:
 
 def _retention_figure(dev, table, data, ceil, folder: Path) -> str:
     """The measured share of B each matmul group lost before the next re-read it, beside the cyclic
-    stream's retention curve, the shared and split readers' curves of each session that swept them
+    stream's retention curve, the shared and split readers' curves of each run that swept them
     (at least 10 sizes) and the model's line."""
     from ..ceilings import retention_by_run
     from ..models.dram import matmul_b_streams, reread_miss, swept_footprint
