@@ -250,6 +250,15 @@ def _scaled(curve: tuple[tuple[float, float], ...], main: tuple[tuple[float, flo
     return _at(main, x) * curve[0][1] / ref if ref > 0 else _at(main, x)
 
 
+def _lost_per_pass(passes: int, p: dict, read: float) -> tuple[float, float] | None:
+    """A retention probe's launch as a curve point (buffer bytes, share lost per pass after the first),
+    if it ran `passes` passes with readers changing (mult = 1, the same reader each pass, is a control)."""
+    size = 4 * p["n"]
+    if p.get("passes", 1) != passes or p.get("mult", 0) == 1:
+        return None
+    return size, min(max((read / size - 1) / (passes - 1), 0.0), 1.0)
+
+
 def _l2_retention(data, case: str = "probe.l2_read", key: str = "l2_retention",
                   what: str = "a re-read buffer") -> dict[str, object]:
     """`case` over buffers of several sizes, several passes each, under ncu: the share of the buffer
@@ -259,13 +268,7 @@ def _l2_retention(data, case: str = "probe.l2_read", key: str = "l2_retention",
     by_passes: dict[int, tuple] = {}
     used: list[str] = []
     for n in sorted({json.loads(q).get("passes", 1) for q in data[data.case == case].params} - {1}):
-        def lost(p, read, n=n):
-            size = 4 * p["n"]
-            if p.get("passes", 1) != n or p.get("mult", 0) == 1:
-                return None
-            return size, min(max((read / size - 1) / (n - 1), 0.0), 1.0)
-
-        curve, cases = _ncu_read_curve(data, case, lost)
+        curve, cases = _ncu_read_curve(data, case, functools.partial(_lost_per_pass, n))
         if len(curve) >= 2:  # a count at one size is no curve (20 passes: the L2 bandwidth probe at 32 MiB)
             by_passes[n], used = curve, used + cases
     curve = by_passes.pop(RETENTION_PASSES, ())
@@ -284,12 +287,7 @@ def retention_by_run(data, case: str) -> dict[str, tuple[tuple[float, float], ..
     """`case`'s retention curve at RETENTION_PASSES (readers changing where it has mult), one per run:
     run id -> ((footprint bytes, share lost per pass), ...): probes compared within one run (the split
     readers beside the shared ones), and each sweep's own curve drawn beside the merged one."""
-    def lost(p, read):
-        size = 4 * p["n"]
-        if p.get("passes", 1) != RETENTION_PASSES or p.get("mult", 0) == 1:
-            return None
-        return size, min(max((read / size - 1) / (RETENTION_PASSES - 1), 0.0), 1.0)
-
+    lost = functools.partial(_lost_per_pass, RETENTION_PASSES)
     runs = data[data.case == case].run_id.unique()
     return {run: curve for run in sorted(runs) if (curve := _ncu_read_curve(data[data.run_id == run], case, lost)[0])}
 

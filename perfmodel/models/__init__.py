@@ -27,7 +27,7 @@ from ..round_replay import replayed_hit_share
 from ..sass import functions
 from ..store_order import store_spread
 from .base import Prediction, Term
-from .dram import DramEstimate, dirty_at_end, matmul_b_streams, split_line_factor, split_row_share, swept
+from .dram import dirty_at_end, swept, with_split_lines
 from .issue import warp_instructions
 from .l1 import block_invariant, l1_traffic, store_merge_shares
 from .time import (
@@ -198,15 +198,8 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     if (replayed := predicted_read_bytes(case_name, p, launch.grid, resident, dev.key)) is not None:
         # B between the L2 partitions: the recorded schedule replayed, not the linear share; where B's
         # pitch splits its lines between two blocks, L2 loses more of them (the split probe's ratio)
-        read, note = replayed
-        if share := split_row_share(case_name, p):
-            b = 4 * p["k"] * p["n"]
-            factor = split_line_factor(ceil.l2_loss(b, "split"), ceil.l2_loss(b, "shared"), share)
-            streams = matmul_b_streams(dev, launch, p)[1]
-            read = compulsory[0] + min(max(0.0, read - compulsory[0]) * factor, (streams - 1) * b)
-            note += (f"; x{factor:.2f} on the re-reads: {100 * share:.0f} % of B's rows straddle two lines, "
-                     "lost as the split probe loses them against whole lines")
-        dram = DramEstimate(int(read), dram.write_bytes, note)
+        dram = with_split_lines(replayed[0], dram.write_bytes, replayed[1], dev, launch, case_name, p,
+                                compulsory[0], ceil.l2_loss)
         notes.extend(n for n in below.notes if n != below.dram.note)
         notes.append(dram.note)
     else:

@@ -266,11 +266,11 @@ def _retention_figure(dev, table, data, ceil, folder: Path) -> str:
     model = pd.DataFrame(dict(mib=mib, lost=[reread_miss(dev, m * 2**20) for m in mib],
                               swept=[ceil.l2_loss(swept_footprint(m * 2**20)) for m in mib]))
     probes = []
-    for case, style, who in (("probe.l2_read_shared", "s", "another SM each pass"),
-                             ("probe.l2_read_split", "^", "two SMs a line's halves")):
+    for case, color, marker, who in (("probe.l2_read_shared", "g", "s", "another SM each pass"),
+                                     ("probe.l2_read_split", "m", "^", "two SMs a line's halves")):
         swept = [(run, c) for run, c in retention_by_run(data, case).items() if len(c) >= 10]
         for i, (run, c) in enumerate(swept):
-            probes.append((c, f"{'gm'[case.endswith('split')]}{'-:'[i % 2]}{style}",
+            probes.append((c, f"{color}{'-:'[i % 2]}{marker}",
                            f"{case.removeprefix('probe.')}: {who} (measured, run {run[:13]})"))
     return figures.retention(ceil.l2_retention, pd.DataFrame(pts, columns=["mib", "lost", "variant"]), model,
                              folder / "l2_retention.png", "What L2 keeps of a re-read working set", tuple(probes))

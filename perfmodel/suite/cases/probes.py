@@ -8,6 +8,7 @@ import numpy as np
 
 from ...errors import PerfModelError
 from ...memory import Access, Launch
+from ...memory.expr import parse
 from ...round_replay import POOL_TILES
 from ..registry import KernelCase, Setup, cdiv, f32, register
 
@@ -158,14 +159,15 @@ register(KernelCase(
                 "matmul's B by every block row: L2 retention of shared data"))
 
 
+# read_l2_split's float4 index: pair (2u, 2u+1) covers read_l2's two windows, the even block the low
+# half of each line (4 float4s of 8), the odd one the high half (blocks as their pass-0 roles)
+SPLIT_INDEX = "(bx - bx % 2)*bdx + (tx // 4)*8 + (bx % 2)*4 + tx % 4 + it*gdx*bdx"
+
+
 def split_starts(grid: int) -> np.ndarray:
-    """read_l2_split's first float4 per (role block, thread): pair (2u, 2u+1) covers read_l2's two
-    windows, the even block the low half of each line (4 float4s of 8), the odd one the high half."""
-    v, t = np.arange(grid)[:, None], np.arange(BLOCK)[None, :]
-    return (v & ~1) * BLOCK + (t >> 2) * 8 + (v & 1) * 4 + (t & 3)
-
-
-SPLIT_INDEX = "(bx - bx % 2)*bdx + (tx // 4)*8 + (bx % 2)*4 + tx % 4 + it*gdx*bdx"  # blocks as their pass-0 roles
+    """read_l2_split's first float4 per (role block, thread): SPLIT_INDEX at it = 0."""
+    env = {"bx": np.arange(grid)[:, None], "tx": np.arange(BLOCK)[None, :], "bdx": BLOCK, "gdx": grid, "it": 0}
+    return parse(SPLIT_INDEX).evaluate(env)
 
 
 register(KernelCase(
