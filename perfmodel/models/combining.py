@@ -101,12 +101,12 @@ def store_combined(law: StoreCombining | None, accesses: list[Access], launch: L
     return combined(pattern, share, store_sectors, store_lines, seams) if share else None
 
 
+# the piece probes' sizes, 1-128 Mi threads, and 5-7 Mi (plan h200_combine_step) where the share falls
+# fastest: 0.30-0.33 L2 write sectors a thread up to 4 Mi, 0.37 from 7 Mi - where the footprint (8 bytes
+# a thread) passes from one L2 partition (30 MiB) to the whole L2 (60 MiB)
+PIECE_SIZES = (1 << 20, 1 << 21, 5 << 20, 6 << 20, 7 << 20, 1 << 23, 1 << 25, 1 << 27)
 # the calibration probes (plan experiments/plans/h200_combine.toml: sizes the suite's own runs of them
 # lack, which test what is read off these): pattern, case, its parameters besides n, the n measured
-# 1-128 Mi threads; 5-7 Mi (plan h200_combine_step) where the share falls fastest: 0.30-0.33 L2 write
-# sectors a thread up to 4 Mi, 0.37 from 7 Mi - where the footprint (8 bytes a thread) passes from one L2
-# partition (30 MiB) to the whole L2 (60 MiB)
-PIECE_SIZES = (1 << 20, 1 << 21, 5 << 20, 6 << 20, 7 << 20, 1 << 23, 1 << 25, 1 << 27)
 CALIBRATION = (
     (PIECES, "probe.piece_store", {"dist": 1}, PIECE_SIZES),
     (PIECES_SPREAD, "probe.piece_spread", {"dist": 1, "spread": 256}, PIECE_SIZES),
