@@ -699,7 +699,7 @@ def test_l2_write_requests(comparison):
         lambda s: json.loads(s).get("dist") == 1)
     # known gap (held-out set 30, measured again in h200_combine_step): at 3 Mi the pieces combine more
     # than at 2 Mi (0.30 against 0.32-0.33 sectors a word) - +11 % between the law's 2 and 5 Mi points
-    three_mi = pieces & big.case.eq("probe.piece_store") & big.params.map(lambda s: json.loads(s).get("n") == 3 << 20)
+    three_mi = pieces & big.case.eq("probe.piece_store") & param(big, "n").eq(3 << 20)
     assert three_mi.sum() == 1 and big[three_mi].rel_error.abs().max() < 0.12, describe(big[three_mi])
     pieces &= ~three_mi
     assert pieces.sum() >= 6 and big[pieces].rel_error.abs().max() < 0.05, describe(big[pieces])
