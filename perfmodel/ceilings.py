@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .cache import on_disk
 from .devices import DeviceSpec
 from .devices import device as lookup
 from .errors import PerfModelError
@@ -443,7 +444,7 @@ def _case_ids(df, case: str) -> list[str]:
     return sorted(set(df[df.case == case].case_id))
 
 
-@functools.cache
+@on_disk
 def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
     """The roofline's ceilings, preferring the suite's recorded measurements."""
     dev = lookup(device)

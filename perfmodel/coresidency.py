@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 
+from .cache import on_disk
 from .measurements import DATA_DIR
 
 QUANTILES = 24
@@ -27,15 +29,19 @@ class Placement:
     grid: tuple[int, int, int]
 
 
+def _launches(path: Path) -> list[Placement]:
+    z = np.load(path)
+    grid = tuple(int(g) for g in z["grid"])
+    return [Placement(z["sm"][i], z["start_ns"][i], z["end_ns"][i], grid) for i in range(len(z["sm"]))]
+
+
+def _folder(device_key: str) -> Path:
+    return DATA_DIR / device_key / "checks" / "placement"
+
+
 def recorded_launches(device_key: str) -> list[tuple[str, list[Placement]]]:
     """(file stem, its launches) of every placement experiments/placement.py recorded on a device."""
-    out = []
-    for f in sorted((DATA_DIR / device_key / "checks" / "placement").glob("placement-*.npz")):
-        z = np.load(f)
-        grid = tuple(int(g) for g in z["grid"])
-        out.append((f.stem, [Placement(z["sm"][i], z["start_ns"][i], z["end_ns"][i], grid)
-                             for i in range(len(z["sm"]))]))
-    return out
+    return [(f.stem, _launches(f)) for f in sorted(_folder(device_key).glob("placement-*.npz"))]
 
 
 # experiments/placement.py's file kinds: the case and the parameters besides m, n, k
@@ -66,9 +72,11 @@ def recorded(device_key: str) -> tuple[Recorded, ...]:
 
 def placements_of(device_key: str, case: str, params: dict[str, int]) -> tuple[Placement, ...]:
     """The recorded launches of exactly this case and shape on a device; none where none is recorded."""
-    for r in recorded(device_key):
-        if r.case == case and r.params == params:
-            return tuple(r.launches)
+    shape = {d: params.get(d) for d in "mnk"}
+    for kind, (name, extra) in KINDS.items():
+        if name == case and params == shape | extra:
+            path = _folder(device_key) / f"placement-{kind}-m{shape['m']}-n{shape['n']}-k{shape['k']}.npz"
+            return tuple(_launches(path)) if path.is_file() else ()
     return ()
 
 
@@ -94,7 +102,7 @@ def _nearest(pl: Placement) -> tuple[np.ndarray, np.ndarray]:
     return cur - prev - sms, (start[cur] - start[prev]) / t - 1 / b
 
 
-@lru_cache(maxsize=4)
+@on_disk
 def law(device_key: str) -> CoResidency | None:
     """The pooled law of a device's recorded placements; None where none is recorded."""
     pairs = [_nearest(pl) for _, launches in recorded_launches(device_key) for pl in launches]
@@ -105,7 +113,7 @@ def law(device_key: str) -> CoResidency | None:
                        np.quantile(np.concatenate([o for _, o in pairs]), q), len(pairs))
 
 
-@lru_cache(maxsize=16)
+@on_disk
 def first_wave(device_key: str, blocks_per_sm: int) -> tuple[np.ndarray, ...]:
     """The SM of each first-wave block (ids 0 .. B x SMs - 1), one map per recorded launch with B
     blocks per SM whose first wave started together (before any of its blocks ended); none where none

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
+from .cache import on_disk
 from .measurements import DATA_DIR
 
 # the probes' pool: 2 MiB of 32 x 32 tiles, L2-resident, block b reading tile (b + r) mod POOL_TILES in round r
@@ -131,7 +131,7 @@ def ncu_hit_shares(device_key: str) -> list[float]:
     return (hits / table["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"]).tolist()
 
 
-@lru_cache(maxsize=64)
+@on_disk
 def _replayed(device_key: str, case: str, items: tuple[tuple[str, int], ...], capacity_tiles: int) -> float | None:
     params = dict(items)
     traces = recorded_traces(device_key, case, params)

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# calibrations computed afresh from the recorded data, never read back from a disk cache (perfmodel.cache)
+os.environ["PERFMODEL_CACHE_DIR"] = "off"
 
 
 @pytest.fixture(scope="session")

@@ -22,14 +22,13 @@ def _expected_max_load(n: int, bins: int = TAG_BANKS) -> float:
     """E[most balls in one bin] for n balls thrown uniformly into `bins` bins (exact)."""
     if n == 0:
         return 0.0
-    fact = [math.factorial(k) for k in range(n + 1)]
+    inv_fact = np.array([1.0 / math.factorial(k) for k in range(n + 1)])
     total = 0.0
-    for m in range(n):  # E[max] = sum over m >= 0 of P(max > m)
-        poly = [1.0 / fact[k] if k <= m else 0.0 for k in range(n + 1)]
-        acc = [1.0] + [0.0] * n
+    for m in range(n):  # E[max] = sum of P(max > m); P(max <= m) = n! [x^n] (sum_k<=m x^k/k!)^bins / bins^n
+        acc = np.ones(1)
         for _ in range(bins):
-            acc = [sum(acc[i] * poly[j - i] for i in range(j + 1)) for j in range(n + 1)]
-        total += 1.0 - acc[n] * fact[n] / bins ** n
+            acc = np.convolve(acc, inv_fact[: m + 1])[: n + 1]
+        total += 1.0 - (acc[n] if len(acc) > n else 0.0) * math.factorial(n) / bins ** n
     return total
 
 

@@ -13,6 +13,7 @@ import json
 import math
 import re
 
+from ..cache import on_disk
 from ..ceilings import ROUND_CHAIN_FMAS, ceilings
 from ..coresidency import first_wave, placements_of
 from ..coresidency import law as coresidency_law
@@ -49,7 +50,7 @@ __all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
 DEFAULT_REGISTERS = 32
 
 
-@functools.cache
+@on_disk
 def _compiled(device_key: str) -> dict[str, tuple[int, int]]:
     """Kernel entry -> (registers per thread, static shared memory) as compiled on the device."""
     from ..suite.registry import get
@@ -108,7 +109,7 @@ def predict(case_name: str, device: str | DeviceSpec = "h200", **params: int) ->
     return _predict(case_name, dev, tuple(sorted(p.items())))
 
 
-@functools.cache
+@on_disk
 def _round_exposed_s(dev: DeviceSpec, key: str) -> float | None:
     """What a measured barrier round (the Ceilings field `key`: probe.barrier_rounds or
     probe.barrier_waves) costs beyond the work the model counts: its time per round less the
