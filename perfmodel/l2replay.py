@@ -37,11 +37,13 @@ WAYS counts them (half a group's B tile a way: each tile's lines are homed half 
 from __future__ import annotations
 
 import functools
+import re
 from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 
+from .cache import on_disk
 from .coresidency import Placement
 from .devices import device as lookup
 from .memory.coalescing import LINE_BYTES
@@ -304,3 +306,35 @@ def held_out_band(device: str = "h200", b_bytes: tuple[int, int] = (20 << 20, 64
             if b_bytes[0] <= 4 * p["k"] * p["n"] <= b_bytes[1]:
                 out.append((case, p, float(g.value.median())))
     return out
+
+
+PAIRS_DIR = "schedule_pairs"  # experiments/schedule_pairs.sh: placements recorded under ncu, one folder per call
+
+
+@on_disk
+def schedule_pairs(device: str = "h200"):
+    """Every launch experiments/schedule_pairs.sh recorded, its block schedule beside its own DRAM reads: call
+    (UTC), card (UUID), case_id, b_mib, launch (0-2), ncu_dram_read_bytes, replay_dram_read_bytes (the
+    replay of that launch's schedule)."""
+    import pandas as pd
+
+    from .coresidency import KINDS, _launches
+    from .measurements import DATA_DIR
+    from .suite.profile import raw_launches
+
+    rows = []
+    for call in sorted((DATA_DIR / lookup(device).key / "checks" / PAIRS_DIR).glob("*T*Z")):
+        card = re.search(r"GPU-[0-9a-f-]+", (call / "card.csv").read_text()).group(0)
+        for folder in sorted(p for p in call.iterdir() if p.is_dir()):
+            case, extra = KINDS[folder.name]
+            counts = [float(r["dram__bytes_read.sum"].replace(",", "")) for r in raw_launches(folder / "ncu.csv")]
+            shapes = re.findall(r"m=(\d+) n=(\d+) k=(\d+)", (folder / "log.txt").read_text())
+            for j, (m, n, k) in enumerate(shapes):
+                params = {"m": int(m), "n": int(n), "k": int(k)} | extra
+                launches = _launches(folder / f"placement-{folder.name}-m{m}-n{n}-k{k}.npz")
+                for i, pl in enumerate(launches):
+                    rows.append({"call": call.name, "card": card, "case_id": case_id(case, params),
+                                 "b_mib": 4 * params["k"] * params["n"] / 2**20, "launch": i,
+                                 "ncu_dram_read_bytes": counts[len(launches) * j + i],
+                                 "replay_dram_read_bytes": replay(params, pl, device).dram_read_bytes})
+    return pd.DataFrame(rows)
