@@ -189,3 +189,18 @@ def partial_loss(points: pd.DataFrame, law: tuple[np.ndarray, np.ndarray], path:
            ylabel="share of shared sectors lost", title=title, ylim=(1e-3, 1.5))
     ax.legend(fontsize=7)
     return _save(fig, path)
+
+
+def ranges(labels: list[str], low: list[float], high: list[float], points: dict[str, list[float]], path: Path,
+           title: str, ylabel: str) -> str:
+    """A vertical bar from low to high per label, with named point series over it."""
+    fig, ax = plt.subplots(figsize=(max(6, 0.5 * len(labels)), 4.5))
+    x = np.arange(len(labels))
+    ax.bar(x, np.subtract(high, low), 0.5, bottom=low, color="#cfd8e3", label="range measured")
+    for (name, values), marker in zip(points.items(), "o^sx", strict=False):
+        ax.plot(x, values, marker, label=name)
+    ax.axhline(1.0, color="grey", lw=0.5)
+    ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
+    ax.set(title=title, ylabel=ylabel)
+    ax.legend(fontsize=7)
+    return _save(fig, path)

@@ -17,6 +17,7 @@ from ..models.overlap import staircase_level, streams_time
 from ..occupancy import curves
 from ..validate import l2_input_busy
 from . import figures
+from .allocation import allocation_section
 from .page import Page, accuracy, param, time_page
 from .transpose import transpose_study
 
@@ -407,6 +408,7 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
                   " latest co-resident block j/B of a block's time and j SM counts of blocks back, give or take that "
                   "spread; coresidency.law), which brings TILE 16's +10…+30 % to +3…+10 % (held out).")
     page.text += _b_replay(data, folder, page)
+    page.text += allocation_section(table, folder, page)
     d = table[(table.metric == "dram_read_bytes") & (table.case.isin(["matmul.tiled", "matmul.coarsened"]))].copy()
     d["m"] = param(d, "m")
     d["variant"] = d.case_id.str.replace(MATMUL_SIZES, "", regex=True)

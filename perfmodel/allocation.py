@@ -1,0 +1,57 @@
+"""Where a matmul's arrays lie in physical memory, and how much of B L2 keeps: experiments/address_sweep.sh
+allocates each band shape ten times (behind pads of 0-130 MiB) and counts DRAM reads of two launches per
+allocation under ncu. The two launches of one allocation agree; allocations do not - TILE 32 at 3072^3 read
+692-956 MB (H200, 2026-12-02). L2 places lines by their physical address, so a B between one L2 partition and
+the whole L2 keeps more or less of itself depending on the pages it got: for such shapes one run's count is one
+draw, and a model that cannot know the pages predicts the spread's middle at best."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pandas as pd
+
+from .devices import device as lookup
+from .measurements import DATA_DIR
+from .suite.plan import case_id
+from .suite.profile import raw_launches
+
+FOLDER = "address"  # reports/data/<device>/checks/address/<UTC of the call>/
+
+
+def allocations(device: str = "h200") -> pd.DataFrame:
+    """One row per allocation: call, card, case, case_id, params (JSON), pad_mib, first_bytes and
+    second_bytes (ncu's dram__bytes_read.sum of its two launches), read_bytes (their mean)."""
+    rows = []
+    for call in sorted((DATA_DIR / lookup(device).key / "checks" / FOLDER).glob("*T*Z")):
+        card = re.search(r"GPU-[0-9a-f-]+", (call / "card.csv").read_text()).group(0)
+        counts = [float(r["dram__bytes_read.sum"].replace(",", ""))
+                  for f in sorted(call.glob("ncu-*.csv"), key=lambda p: int(p.stem.split("-")[1]))
+                  for r in raw_launches(f)]
+        lines = [line for line in (call / "addresses.txt").read_text().splitlines() if line.strip()]
+        if len(counts) != 2 * len(lines):
+            raise ValueError(f"{call}: {len(counts)} launches counted for {len(lines)} allocations of two")
+        for j, line in enumerate(lines):
+            f = dict(kv.split("=", 1) for kv in line.split())
+            params = {k: int(v) for k, v in (kv.split("=") for kv in f["params"].split(","))}
+            rows.append({"call": call.name, "card": card, "case": f["case"], "case_id": case_id(f["case"], params),
+                         "params": json.dumps(params, sort_keys=True), "pad_mib": int(f["pad_mib"]),
+                         "first_bytes": counts[2 * j], "second_bytes": counts[2 * j + 1]})
+    out = pd.DataFrame(rows, columns=["call", "card", "case", "case_id", "params", "pad_mib", "first_bytes",
+                                      "second_bytes"])
+    out["read_bytes"] = (out.first_bytes + out.second_bytes) / 2
+    return out
+
+
+def spread(device: str = "h200") -> pd.DataFrame:
+    """Per case: the allocations' lowest, median and highest DRAM reads, their spread ((max - min) / median)
+    and the largest gap between one allocation's two launches (as a share of their mean)."""
+    a = allocations(device)
+    a["launch_gap"] = (a.first_bytes - a.second_bytes).abs() / a.read_bytes
+    g = a.groupby(["case_id", "case", "params"], sort=False)
+    out = g.agg(allocations=("read_bytes", "size"), low_bytes=("read_bytes", "min"),
+                median_bytes=("read_bytes", "median"), high_bytes=("read_bytes", "max"),
+                launch_gap=("launch_gap", "max")).reset_index()
+    out["spread"] = (out.high_bytes - out.low_bytes) / out.median_bytes
+    return out

@@ -1,0 +1,52 @@
+"""Band matmuls' DRAM reads against where their arrays lie in memory (perfmodel.allocation; experiments/
+address_sweep.sh: each shape allocated ten times, two launches each, under ncu, H200 2026-12-02)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perfmodel.allocation import spread
+from perfmodel.models import predict
+
+CUBE = "matmul.tiled[k=3072,m=3072,n=3072,tile=32]"
+CONTROL = "matmul.tiled[k=2048,m=2048,n=5120,tile=32]"  # in the suite within 1 %
+
+
+@pytest.fixture(scope="module")
+def swept():
+    s = spread("h200")
+    if not len(s):
+        pytest.skip("no address sweep recorded under reports/data/h200/checks/address")
+    s["predicted"] = [predict(r.case, "h200", **json.loads(r.params)).dram_read_bytes for r in s.itertuples()]
+    s["error"] = s.predicted / s.median_bytes - 1
+    s["inside"] = (s.predicted >= 0.95 * s.low_bytes) & (s.predicted <= 1.05 * s.high_bytes)
+    return s.set_index("case_id")
+
+
+def test_the_allocation_moves_band_reads_more_than_launches_do(swept):
+    """TILE 32 at 3072^3 read 692-956 MB over ten allocations (37 % of the median) while each allocation's two
+    launches agreed within 5.3 %: the pages B got decide how much of it L2 keeps. Seven of the 18 shapes
+    spread over 15 %; the control (TILE 32 2048 x 5120) within 5 %."""
+    cube = swept.loc[CUBE]
+    assert cube.spread > 0.30 and cube.launch_gap < 0.06
+    assert cube.low_bytes > 0.68e9 and cube.high_bytes < 0.97e9
+    assert swept.loc[CONTROL].spread < 0.05
+    assert (swept.spread > 0.15).sum() == 7
+
+
+def test_which_band_misses_are_the_allocations(swept):
+    """The model within 5 % of the allocations' range at 6 of 18 shapes - its misses there are one draw of
+    the pages (TILE 32 3072^3 -10 % in the suite, +26 % against this sweep's median); at the other 12 it misses
+    every allocation, the model's own: TILE 16 at 2048 x 5120 and 5112 +59 % and +37 % with allocations within
+    3.5 and 5.5 %, COARSE 8 at 2048 x 3072 -15 %, TILE 32 at 2048 x 5112 -13 % and 2048 x 3584 -10 %."""
+    inside = set(swept.index[swept.inside])
+    assert inside == {CUBE, CONTROL, "matmul.tiled[k=2048,m=2048,n=4088,tile=32]",
+                      "matmul.tiled[k=2048,m=2048,n=3072,tile=16]",
+                      "matmul.coarsened[coarse=2,k=2048,m=2048,n=5120,tile=32]",
+                      "matmul.coarsened[coarse=8,k=1792,m=3072,n=4608,tile=32]"}, swept.error
+    err = swept.error
+    assert err["matmul.tiled[k=2048,m=2048,n=5120,tile=16]"] == pytest.approx(0.585, abs=0.02)
+    assert err["matmul.coarsened[coarse=8,k=2048,m=2048,n=3072,tile=32]"] == pytest.approx(-0.149, abs=0.02)
+    assert (err[~swept.inside].abs() > 0.05).all()
