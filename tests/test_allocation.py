@@ -1,5 +1,5 @@
 """Band matmuls' DRAM reads against where their arrays lie in memory (perfmodel.allocation; experiments/
-address_sweep.sh: each shape allocated ten times, two launches each, under ncu, H200 2026-12-02)."""
+address_sweep.sh: each shape allocated ten times, two launches each, under ncu, on two H200 cards 2026-12-02)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from perfmodel.allocation import spread
+from perfmodel.allocation import allocations, spread
 from perfmodel.models import predict
 
 CUBE = "matmul.tiled[k=3072,m=3072,n=3072,tile=32]"
@@ -26,27 +26,39 @@ def swept():
 
 
 def test_the_allocation_moves_band_reads_more_than_launches_do(swept):
-    """TILE 32 at 3072^3 read 692-956 MB over ten allocations (37 % of the median) while each allocation's two
-    launches agreed within 5.3 %: the pages B got decide how much of it L2 keeps. Seven of the 18 shapes
-    spread over 15 %; the control (TILE 32 2048 x 5120) within 5 %."""
+    """TILE 32 at 3072^3 read 681-956 MB over 20 allocations on two cards (38 % of the median) while each
+    allocation's two launches agreed within 5.3 %: the pages B got decide how much of it L2 keeps. Nine of the
+    18 shapes spread over 15 %; the control (TILE 32 2048 x 5120, in the suite within 1 %) 5.4 %."""
     cube = swept.loc[CUBE]
-    assert cube.spread > 0.30 and cube.launch_gap < 0.06
-    assert cube.low_bytes > 0.68e9 and cube.high_bytes < 0.97e9
-    assert swept.loc[CONTROL].spread < 0.05
-    assert (swept.spread > 0.15).sum() == 7
+    assert cube.spread > 0.35 and cube.launch_gap < 0.06
+    assert cube.low_bytes > 0.67e9 and cube.high_bytes < 0.97e9
+    assert swept.loc[CONTROL].spread < 0.06
+    assert (swept.spread > 0.15).sum() == 9
+
+
+def test_the_allocations_median_repeats_on_another_card():
+    """Ten allocations' median per shape on card GPU-58107ebd against GPU-da695229: within 3 % at 15 of 18
+    shapes, TILE 16 at 2048 x 5120, 1536 x 4608 x 2560 and 2048 x 5112 4-7 % apart - single allocations
+    spread up to 38 %, their median does not move."""
+    a = allocations("h200")
+    per_call = a.groupby(["case_id", "call"]).read_bytes.median().unstack()
+    if per_call.shape[1] < 2:
+        pytest.skip("one address sweep recorded")
+    gap = (per_call.max(axis=1) / per_call.min(axis=1) - 1)
+    assert (gap < 0.03).sum() == 15 and gap.max() < 0.07, gap
 
 
 def test_which_band_misses_are_the_allocations(swept):
     """The model within 5 % of the allocations' range at 6 of 18 shapes - its misses there are one draw of
-    the pages (TILE 32 3072^3 -10 % in the suite, +26 % against this sweep's median); at the other 12 it misses
-    every allocation, the model's own: TILE 16 at 2048 x 5120 and 5112 +59 % and +37 % with allocations within
-    3.5 and 5.5 %, COARSE 8 at 2048 x 3072 -15 %, TILE 32 at 2048 x 5112 -13 % and 2048 x 3584 -10 %."""
+    the pages (TILE 32 3072^3 -9 % in the suite, +26 % against the sweep's median); at the other 12 it misses
+    every allocation, the model's own: TILE 16 at 2048 x 5120 and 5112 +61 % and +42 % over allocations within
+    7 and 12 %, COARSE 8 at 2048 x 3072 -15 %, TILE 32 at 2048 x 5112 -13 % and 2048 x 3584 -10 %."""
     inside = set(swept.index[swept.inside])
     assert inside == {CUBE, CONTROL, "matmul.tiled[k=2048,m=2048,n=4088,tile=32]",
                       "matmul.tiled[k=2048,m=2048,n=3072,tile=16]",
                       "matmul.coarsened[coarse=2,k=2048,m=2048,n=5120,tile=32]",
                       "matmul.coarsened[coarse=8,k=1792,m=3072,n=4608,tile=32]"}, swept.error
     err = swept.error
-    assert err["matmul.tiled[k=2048,m=2048,n=5120,tile=16]"] == pytest.approx(0.585, abs=0.02)
+    assert err["matmul.tiled[k=2048,m=2048,n=5120,tile=16]"] == pytest.approx(0.61, abs=0.02)
     assert err["matmul.coarsened[coarse=8,k=2048,m=2048,n=3072,tile=32]"] == pytest.approx(-0.149, abs=0.02)
     assert (err[~swept.inside].abs() > 0.05).all()
