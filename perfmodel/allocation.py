@@ -7,6 +7,7 @@ draw, and a model that cannot know the pages predicts the spread's middle at bes
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -55,3 +56,28 @@ def spread(device: str = "h200") -> pd.DataFrame:
                 launch_gap=("launch_gap", "max")).reset_index()
     out["spread"] = (out.high_bytes - out.low_bytes) / out.median_bytes
     return out
+
+
+PLACED_BY_PAGES = ("matmul.tiled", "matmul.coarsened")  # the kernels the sweep measured
+
+
+@functools.cache
+def _recorded_spread(device_key: str) -> dict[str, float]:
+    s = spread(device_key)
+    return dict(zip(s.case_id, s.spread, strict=True))
+
+
+def caution(device_key: str, case: str, params: dict[str, int], b_bytes: float, partition_bytes: float,
+            l2_bytes: float) -> str | None:
+    """A note for a prediction whose DRAM reads hang on the pages its arrays got: a tiled or coarsened matmul
+    whose B lies between one L2 partition and the whole L2, where the device's address sweep is recorded."""
+    if case not in PLACED_BY_PAGES or not partition_bytes <= b_bytes <= l2_bytes:
+        return None
+    measured = _recorded_spread(device_key)
+    if not measured:
+        return None
+    own = measured.get(case_id(case, params))
+    where = (f"this shape's allocations read {100 * own:.0f} % apart" if own is not None else
+             f"allocations of band shapes read up to {100 * max(measured.values()):.0f} % apart")
+    return (f"B between one L2 partition and the whole L2: DRAM reads depend on the physical pages the arrays get - "
+            f"{where} (perfmodel.allocation)")

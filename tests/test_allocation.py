@@ -62,3 +62,15 @@ def test_which_band_misses_are_the_allocations(swept):
     assert err["matmul.tiled[k=2048,m=2048,n=5120,tile=16]"] == pytest.approx(0.61, abs=0.02)
     assert err["matmul.coarsened[coarse=8,k=2048,m=2048,n=3072,tile=32]"] == pytest.approx(-0.149, abs=0.02)
     assert (err[~swept.inside].abs() > 0.05).all()
+
+
+def test_a_band_prediction_says_its_dram_reads_hang_on_the_pages():
+    """The note names the recorded spread: the shape's own where swept, the widest band shape's elsewhere;
+    none past the whole L2 or for other kernels."""
+    def pages(case: str, **p: int) -> list[str]:
+        return [n for n in predict(case, "h200", **p).notes if "physical pages" in n]
+
+    assert "38 % apart" in pages("matmul.tiled", m=3072, n=3072, k=3072, tile=32)[0]
+    assert "up to 38 %" in pages("matmul.coarsened", m=2048, n=4608, k=2048, tile=32, coarse=4)[0]
+    assert not pages("matmul.tiled", m=4096, n=4096, k=4096, tile=32)
+    assert not pages("transpose.smem", rows=4096, cols=4096, tile=32, pad=1)

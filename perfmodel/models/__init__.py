@@ -13,6 +13,7 @@ import json
 import math
 import re
 
+from ..allocation import caution as allocation_caution
 from ..cache import on_disk
 from ..ceilings import ROUND_CHAIN_FMAS, ceilings
 from ..coresidency import first_wave, placements_of
@@ -205,6 +206,9 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         notes.append(dram.note)
     else:
         notes.extend(below.notes)
+    if (pages := allocation_caution(dev.key, case_name, p, 4 * p.get("k", 0) * p.get("n", 0),
+                                    dev.l2_partition_bytes, dev.l2_bytes)) is not None:
+        notes.append(pages)
 
     flops = case.flops(p)
     fills = late_fills(ceil, below)
