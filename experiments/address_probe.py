@@ -15,6 +15,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+from placement import shape  # experiments/placement.py: "M,N,K"
 
 from perfmodel.suite import gpu
 from perfmodel.suite.registry import get
@@ -48,11 +49,6 @@ def probe(case: str, extra: dict[str, int], m: int, n: int, k: int, out: list[st
                    f"a={int(args[0]):#x} b={int(args[1]):#x} c={int(args[2]):#x} launches={launches}")
         print(out[-1], flush=True)
         bufs.free()
-
-
-def shape(text: str) -> tuple[int, int, int]:
-    m, n, k = (int(v) for v in text.split(","))
-    return m, n, k
 
 
 if __name__ == "__main__":

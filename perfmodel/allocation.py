@@ -10,15 +10,22 @@ from __future__ import annotations
 import functools
 import json
 import re
+from pathlib import Path
 
 import pandas as pd
 
 from .devices import device as lookup
 from .measurements import DATA_DIR
 from .suite.plan import case_id
-from .suite.profile import raw_launches
+from .suite.profile import launch_values
 
 FOLDER = "address"  # reports/data/<device>/checks/address/<UTC of the call>/
+DRAM_READS = "dram__bytes_read.sum"
+
+
+def card_uuid(nvidia_smi_csv: Path) -> str:
+    """The card a device call ran on, from the nvidia-smi query it saved."""
+    return re.search(r"GPU-[0-9a-f-]+", nvidia_smi_csv.read_text()).group(0)
 
 
 def allocations(device: str = "h200") -> pd.DataFrame:
@@ -26,10 +33,9 @@ def allocations(device: str = "h200") -> pd.DataFrame:
     second_bytes (ncu's dram__bytes_read.sum of its two launches), read_bytes (their mean)."""
     rows = []
     for call in sorted((DATA_DIR / lookup(device).key / "checks" / FOLDER).glob("*T*Z")):
-        card = re.search(r"GPU-[0-9a-f-]+", (call / "card.csv").read_text()).group(0)
-        counts = [float(r["dram__bytes_read.sum"].replace(",", ""))
-                  for f in sorted(call.glob("ncu-*.csv"), key=lambda p: int(p.stem.split("-")[1]))
-                  for r in raw_launches(f)]
+        card = card_uuid(call / "card.csv")
+        counts = [v for f in sorted(call.glob("ncu-*.csv"), key=lambda p: int(p.stem.split("-")[1]))
+                  for v in launch_values(f, DRAM_READS)]
         lines = [line for line in (call / "addresses.txt").read_text().splitlines() if line.strip()]
         if len(counts) != 2 * len(lines):
             raise ValueError(f"{call}: {len(counts)} launches counted for {len(lines)} allocations of two")

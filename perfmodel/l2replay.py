@@ -318,16 +318,17 @@ def schedule_pairs(device: str = "h200"):
     replay of that launch's schedule)."""
     import pandas as pd
 
+    from .allocation import DRAM_READS, card_uuid
     from .coresidency import KINDS, _launches
     from .measurements import DATA_DIR
-    from .suite.profile import raw_launches
+    from .suite.profile import launch_values
 
     rows = []
     for call in sorted((DATA_DIR / lookup(device).key / "checks" / PAIRS_DIR).glob("*T*Z")):
-        card = re.search(r"GPU-[0-9a-f-]+", (call / "card.csv").read_text()).group(0)
+        card = card_uuid(call / "card.csv")
         for folder in sorted(p for p in call.iterdir() if p.is_dir()):
             case, extra = KINDS[folder.name]
-            counts = [float(r["dram__bytes_read.sum"].replace(",", "")) for r in raw_launches(folder / "ncu.csv")]
+            counts = launch_values(folder / "ncu.csv", DRAM_READS)
             shapes = re.findall(r"m=(\d+) n=(\d+) k=(\d+)", (folder / "log.txt").read_text())
             for j, (m, n, k) in enumerate(shapes):
                 params = {"m": int(m), "n": int(n), "k": int(k)} | extra

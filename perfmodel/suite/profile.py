@@ -173,6 +173,11 @@ def raw_launches(raw: Path) -> list[dict[str, str]]:
     return [r for r in csv.DictReader(io.StringIO("\n".join(lines[start:]))) if r["ID"].isdigit()]
 
 
+def launch_values(raw: Path, metric: str) -> list[float]:
+    """One metric's value per profiled launch of ncu's raw CSV (thousands separators dropped)."""
+    return [float(r[metric].replace(",", "")) for r in raw_launches(raw)]
+
+
 def profile_script(script: str, kernel_regex: str, metrics: list[str], raw: Path, worker_args: list[str],
                    timeout_s: int = 600) -> list[dict[str, str]]:
     """Run `python script --worker ARGS` under ncu without its clock or cache control (the script
