@@ -1,9 +1,10 @@
 """Where a matmul's arrays lie in physical memory, and how much of B L2 keeps: experiments/address_sweep.sh
 allocates each band shape ten times (behind pads of 0-130 MiB) and counts DRAM reads of two launches per
 allocation under ncu. The two launches of one allocation agree; allocations do not - TILE 32 at 3072^3 read
-692-956 MB (H200, 2026-12-02). L2 places lines by their physical address, so a B between one L2 partition and
-the whole L2 keeps more or less of itself depending on the pages it got: for such shapes one run's count is one
-draw, and a model that cannot know the pages predicts the spread's middle at best."""
+681-963 MB over 30 allocations on three H200 cards (2026-12-02). L2 places lines by their physical address,
+so a B between one L2 partition and the whole L2 keeps more or less of itself depending on the pages it got:
+for such shapes one run's count is one draw, and a model that cannot know the pages predicts the spread's
+middle at best."""
 
 from __future__ import annotations
 
@@ -70,6 +71,7 @@ PLACED_BY_PAGES = ("matmul.tiled", "matmul.coarsened")  # the kernels the sweep 
 @functools.cache
 def _recorded_spread(device_key: str) -> dict[str, float]:
     s = spread(device_key)
+    s = s[s.case.isin(PLACED_BY_PAGES)]
     return dict(zip(s.case_id, s.spread, strict=True))
 
 

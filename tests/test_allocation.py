@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from perfmodel.allocation import allocations, spread
+from perfmodel.allocation import PLACED_BY_PAGES, allocations, spread
 from perfmodel.models import predict
 
 CUBE = "matmul.tiled[k=3072,m=3072,n=3072,tile=32]"
@@ -17,6 +17,7 @@ CONTROL = "matmul.tiled[k=2048,m=2048,n=5120,tile=32]"  # in the suite within 1 
 @pytest.fixture(scope="module")
 def swept():
     s = spread("h200")
+    s = s[s.case.isin(PLACED_BY_PAGES)].copy()
     if not len(s):
         pytest.skip("no address sweep recorded under reports/data/h200/checks/address")
     s["predicted"] = [predict(r.case, "h200", **json.loads(r.params)).dram_read_bytes for r in s.itertuples()]
@@ -26,7 +27,7 @@ def swept():
 
 
 def test_the_allocation_moves_band_reads_more_than_launches_do(swept):
-    """TILE 32 at 3072^3 read 681-956 MB over 20 allocations on two cards (38 % of the median) while each
+    """TILE 32 at 3072^3 read 681-963 MB over 30 allocations on three cards (39 % of the median) while each
     allocation's two launches agreed within 5.3 %: the pages B got decide how much of it L2 keeps. Nine of the
     18 shapes spread over 15 %; the control (TILE 32 2048 x 5120, in the suite within 1 %) 5.4 %."""
     cube = swept.loc[CUBE]
@@ -41,6 +42,7 @@ def test_the_allocations_median_repeats_on_another_card():
     shapes, TILE 16 at 2048 x 5120, 1536 x 4608 x 2560 and 2048 x 5112 4-7 % apart - single allocations
     spread up to 38 %, their median does not move."""
     a = allocations("h200")
+    a = a[a.case.isin(PLACED_BY_PAGES)]
     per_call = a.groupby(["case_id", "call"]).read_bytes.median().unstack()
     if per_call.shape[1] < 2:
         pytest.skip("one address sweep recorded")
@@ -70,7 +72,27 @@ def test_a_band_prediction_says_its_dram_reads_hang_on_the_pages():
     def pages(case: str, **p: int) -> list[str]:
         return [n for n in predict(case, "h200", **p).notes if "physical pages" in n]
 
-    assert "38 % apart" in pages("matmul.tiled", m=3072, n=3072, k=3072, tile=32)[0]
-    assert "up to 38 %" in pages("matmul.coarsened", m=2048, n=4608, k=2048, tile=32, coarse=4)[0]
+    assert "39 % apart" in pages("matmul.tiled", m=3072, n=3072, k=3072, tile=32)[0]
+    assert "up to 39 %" in pages("matmul.coarsened", m=2048, n=4608, k=2048, tile=32, coarse=4)[0]
     assert not pages("matmul.tiled", m=4096, n=4096, k=4096, tile=32)
     assert not pages("transpose.smem", rows=4096, cols=4096, tile=32, pad=1)
+
+
+def test_the_read_streams_curve_is_not_tile_16s_gap():
+    """probe.l2_read (4 passes) at 40-54 MiB allocated ten times each (card GPU-c35d742e): its loss per pass
+    moves at most 6 points between allocations (52 MiB 0.54-0.59), and the retention curve the model reads
+    (the suite's runs) lies within 5 points of the allocations' median at every size - so TILE 16's +61 % at
+    2048 x 5120 (the curve at 4/3 of B: 53 MiB) is the mapping's, not the curve's."""
+    from perfmodel.ceilings import ceilings
+
+    a = allocations("h200")
+    a = a[a.case.eq("probe.l2_read")].copy()
+    if a.empty:
+        pytest.skip("the read stream's address sweep is not recorded")
+    p = a.params.map(json.loads)
+    a["bytes"] = [4 * q["n"] for q in p]
+    a["loss"] = (a.read_bytes - a.bytes) / ((p.map(lambda q: q["passes"]) - 1) * a.bytes)
+    g = a.groupby("bytes").loss
+    assert len(g) == 6 and (g.max() - g.min()).max() < 0.065
+    curve = ceilings("h200")
+    assert all(abs(curve.l2_loss(b) - m) < 0.055 for b, m in g.median().items())
