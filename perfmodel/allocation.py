@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from .devices import DeviceSpec
 from .devices import device as lookup
 from .measurements import DATA_DIR
 from .suite.plan import case_id
@@ -75,13 +76,13 @@ def _recorded_spread(device_key: str) -> dict[str, float]:
     return dict(zip(s.case_id, s.spread, strict=True))
 
 
-def caution(device_key: str, case: str, params: dict[str, int], b_bytes: float, partition_bytes: float,
-            l2_bytes: float) -> str | None:
+def caution(dev: DeviceSpec, case: str, params: dict[str, int]) -> str | None:
     """A note for a prediction whose DRAM reads hang on the pages its arrays got: a tiled or coarsened matmul
-    whose B lies between one L2 partition and the whole L2, where the device's address sweep is recorded."""
-    if case not in PLACED_BY_PAGES or not partition_bytes <= b_bytes <= l2_bytes:
+    whose B (k x n floats) lies between one L2 partition and the whole L2, where the device's address sweep is
+    recorded."""
+    if case not in PLACED_BY_PAGES or not dev.l2_partition_bytes <= 4 * params["k"] * params["n"] <= dev.l2_bytes:
         return None
-    measured = _recorded_spread(device_key)
+    measured = _recorded_spread(dev.key)
     if not measured:
         return None
     own = measured.get(case_id(case, params))

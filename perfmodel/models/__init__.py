@@ -206,8 +206,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         notes.append(dram.note)
     else:
         notes.extend(below.notes)
-    if (pages := allocation_caution(dev.key, case_name, p, 4 * p.get("k", 0) * p.get("n", 0),
-                                    dev.l2_partition_bytes, dev.l2_bytes)) is not None:
+    if (pages := allocation_caution(dev, case_name, p)) is not None:
         notes.append(pages)
 
     flops = case.flops(p)
