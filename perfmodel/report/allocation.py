@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..allocation import spread
+from ..allocation import PLACED_BY_PAGES, spread
 from ..models import predict
 from . import figures
 from .page import Page
@@ -29,17 +29,21 @@ def allocation_section(table: pd.DataFrame, folder: Path, page: Page) -> str:
         labels, list(s.low_bytes / med), list(s.high_bytes / med),
         {"model": list(np.array(model) / med),
          "suite (median over runs)": list(np.array([suite.get(c, np.nan) for c in s.case_id]) / med)},
-        folder / "matmul_allocations.png", "Band matmuls: DRAM reads over ten allocations each",
+        folder / "matmul_allocations.png", "Band matmuls and the read stream: DRAM reads over 10+ allocations each",
         "DRAM reads / the allocations' median")))
-    inside = [(lo * 0.95 <= m <= hi * 1.05) for m, lo, hi in zip(model, s.low_bytes, s.high_bytes, strict=True)]
+    s["inside"] = [(lo * 0.95 <= m <= hi * 1.05) for m, lo, hi in zip(model, s.low_bytes, s.high_bytes, strict=True)]
+    stream = s[~s.case.isin(PLACED_BY_PAGES)]
+    s = s[s.case.isin(PLACED_BY_PAGES)]
     wide = s[s.spread > 0.15]
     widest = s.loc[s.spread.idxmax()]
     return (f" Where the arrays lie (figure 'B band: where the arrays lie'; experiments/address_sweep.sh): the"
-            f" band shapes that miss 5 % in the suite, each allocated ten times behind pads of 0-130 MiB and"
+            f" band shapes that miss 5 % in the suite, each allocated ten times (or more) behind pads of 0-130 MiB and"
             " launched twice per allocation under ncu. The two launches agree (within"
             f" {100 * s.launch_gap.median():.0f} % at the median); the allocations do not: {len(wide)} of {len(s)}"
             f" shapes spread over 15 %, {widest.case_id} over {100 * widest.spread:.0f} % ({widest.low_bytes / 1e6:.0f}"
             f"-{widest.high_bytes / 1e6:.0f} MB) - L2 places lines by physical address, so how much of a"
             " B between one partition and the whole L2 survives depends on the pages it got, and one run's count is"
-            f" one draw. The model lies within 5 % of the range at {sum(inside)} of {len(s)}; at the others it"
-            " misses every allocation (its own error, perfmodel.allocation).")
+            f" one draw. The model lies within 5 % of the range at {int(s.inside.sum())} of {len(s)}; at the others"
+            " it misses every allocation (its own error, perfmodel.allocation)."
+            + (f" The read stream beside them (probe.l2_read, {len(stream)} sizes) spreads at most"
+               f" {100 * stream.spread.max():.0f} %." if len(stream) else ""))
