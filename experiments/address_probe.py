@@ -26,10 +26,10 @@ from perfmodel.suite.runner import Bound, relative_error
 PADS_MIB = (0, 2, 8, 18, 34, 66, 130, 1, 3, 5)
 
 
-def probe(case: str, params: dict[str, int], out: list[str], launches: int = 2) -> None:
+def probe(case: str, params: dict[str, int], out: list[str], launches: int = 2, allocations: int = 10) -> None:
     bound = Bound.make(case, get(case).bind(**params))
     setup = bound.case.setup(bound.params, np.random.default_rng(sum(params.values())))
-    for i, pad in enumerate(PADS_MIB):
+    for i, pad in enumerate(PADS_MIB[:allocations]):
         held = gpu.Buffers()
         held.empty("pad", (max(1, pad << 18),))  # pad MiB of floats, held while the case runs
         bufs, args = bound.upload(setup)
@@ -57,14 +57,16 @@ if __name__ == "__main__":
     ap.add_argument("--params", default="tile=32", help="the case's parameters besides the size: tile=32[,coarse=2]")
     ap.add_argument("--shapes", type=shape, nargs="*", default=[], help="matmul sizes M,N,K")
     ap.add_argument("--sizes", type=int, nargs="*", default=[], help="n of a case sized by n")
+    ap.add_argument("--allocations", type=int, default=len(PADS_MIB), choices=range(1, len(PADS_MIB) + 1),
+                    metavar=f"1-{len(PADS_MIB)}", help="allocations per shape (the first of the pads)")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     print(gpu.software_versions(), flush=True)
     extra = {key: int(v) for key, v in (kv.split("=") for kv in a.params.split(",") if kv)}
     lines: list[str] = []
     for m, n, k in a.shapes:
-        probe(a.case, {"m": m, "n": n, "k": k, **extra}, lines)
+        probe(a.case, {"m": m, "n": n, "k": k, **extra}, lines, allocations=a.allocations)
     for n in a.sizes:
-        probe(a.case, {"n": n, **extra}, lines)
+        probe(a.case, {"n": n, **extra}, lines, allocations=a.allocations)
     with open(a.out / "addresses.txt", "a") as f:
         f.write("\n".join(lines) + "\n")

@@ -4,9 +4,10 @@
 #   source .gpu/setup.sh && OUT=$OUT bash experiments/address_sweep.sh
 # SPECS overrides the groups ("case:params:matmul shapes:sizes n" each), e.g. the read stream at 48-54 MiB:
 #   SPECS="probe.l2_read:passes=4::12582912 13107200 13631488 14155776"
+# ALLOCS: allocations per shape (default 10); FOLDER: the folder under $OUT (default address)
 set -u
 export PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/out}/address
+OUT=${OUT:-/tmp/out}/${FOLDER:-address}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,uuid,driver_version,clocks.sm --format=csv > "$OUT/card.csv"
 echo "commit ${PERFMODEL_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)} utc $(date -u +%Y%m%dT%H%M%SZ)" >> "$OUT/card.csv"
@@ -25,6 +26,6 @@ p = dict(kv.split('=') for kv in sys.argv[2].split(',') if kv); print(c.entry(c.
   # shellcheck disable=SC2086
   ncu --clock-control none --metrics dram__bytes_read.sum --csv --page raw --print-units base -k "regex:^${entry}$" \
       --log-file "$OUT/ncu-$i.csv" python3 experiments/address_probe.py --out "$OUT" --case "$case" --params "$params" \
-      ${shapes:+--shapes $shapes} ${sizes:+--sizes $sizes} > "$OUT/log-$i.txt" 2>&1 || echo "$case $params failed: see log-$i.txt"
+      --allocations "${ALLOCS:-10}" ${shapes:+--shapes $shapes} ${sizes:+--sizes $sizes} > "$OUT/log-$i.txt" 2>&1 || echo "$case $params failed: see log-$i.txt"
   tail -n 1 "$OUT/log-$i.txt"
 done
