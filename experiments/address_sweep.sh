@@ -4,7 +4,8 @@
 #   source .gpu/setup.sh && OUT=$OUT bash experiments/address_sweep.sh
 # SPECS overrides the groups ("case:params:matmul shapes:sizes n" each), e.g. the read stream at 48-54 MiB:
 #   SPECS="probe.l2_read:passes=4::12582912 13107200 13631488 14155776"
-# ALLOCS: allocations per shape (default 10); FOLDER: the folder under $OUT (default address)
+# ALLOCS: allocations per shape (default 10); FOLDER: the folder under $OUT (default address). Recorded as
+# reports/data/h200/checks/<FOLDER>/<utc in card.csv>/ with its ncu-*.csv gzipped (gzip -9; read as they are).
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/out}/${FOLDER:-address}

@@ -30,13 +30,14 @@ def card_uuid(nvidia_smi_csv: Path) -> str:
     return re.search(r"GPU-[0-9a-f-]+", nvidia_smi_csv.read_text()).group(0)
 
 
-def allocations(device: str = "h200") -> pd.DataFrame:
+def allocations(device: str = "h200", folder: str = FOLDER) -> pd.DataFrame:
     """One row per allocation: call, card, case, case_id, params (JSON), pad_mib, first_bytes and
-    second_bytes (ncu's dram__bytes_read.sum of its two launches), read_bytes (their mean)."""
+    second_bytes (ncu's dram__bytes_read.sum of its two launches), read_bytes (their mean).
+    `folder`: the checks folder the sweeps lie in (address; b_curve: experiments/b_curve.sh)."""
     rows = []
-    for call in sorted((DATA_DIR / lookup(device).key / "checks" / FOLDER).glob("*T*Z")):
+    for call in sorted((DATA_DIR / lookup(device).key / "checks" / folder).glob("*T*Z")):
         card = card_uuid(call / "card.csv")
-        counts = [v for f in sorted(call.glob("ncu-*.csv"), key=lambda p: int(p.stem.split("-")[1]))
+        counts = [v for f in sorted(call.glob("ncu-*.csv*"), key=lambda p: int(p.name.split("-")[1].split(".")[0]))
                   for v in launch_values(f, DRAM_READS)]
         lines = [line for line in (call / "addresses.txt").read_text().splitlines() if line.strip()]
         if len(counts) != 2 * len(lines):

@@ -18,8 +18,8 @@ Which partition an SM sits beside is not known: the replay puts SMs of even and 
 side (the first and second half of the SM ids gave the same counts within 3 % in the exploration).
 
 What it does not explain (found 2026-12-01): TILE 16 (its own schedule: +49...+79 % at B of 24-32 MiB,
--32...-41 % at 45-48 MiB; the model predicts it by the read stream's measured loss instead,
-models.dram.SWEPT - its B loss follows the stream's at 4/3 of B, which no replay variant reproduced:
+-32...-41 % at 45-48 MiB; the model reads TILE 16's own measured loss curve instead, perfmodel.b_curve
+- which no replay variant reproduced:
 over the 40 own schedules, random replacement 48 % off, copies inserted least recently used 70 %,
 sector-sized lines 11 % (TILE 16 23 %), a set hash of its own per partition 11 % (TILE 16 20 %), 128
 ways 10 % (TILE 16 13 %, TILE 32 9 %), against 14 % as here (TILE 16 31 %, TILE 32 3 %)); ragged

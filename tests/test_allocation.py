@@ -51,17 +51,19 @@ def test_the_allocations_median_repeats_on_another_card():
 
 
 def test_which_band_misses_are_the_allocations(swept):
-    """The model within 5 % of the allocations' range at 6 of 18 shapes - its misses there are one draw of
-    the pages (TILE 32 3072^3 -9 % in the suite, +26 % against the sweep's median); at the other 12 it misses
-    every allocation, the model's own: TILE 16 at 2048 x 5120 and 5112 +61 % and +42 % over allocations within
-    7 and 12 %, COARSE 8 at 2048 x 3072 -15 %, TILE 32 at 2048 x 5112 -13 % and 2048 x 3584 -10 %."""
+    """The model within 5 % of the allocations' range at 12 of 18 shapes - its misses there are one draw of
+    the pages (TILE 32 3072^3 -9 % in the suite, +25 % against the sweep's median). TILE 16 reads its own
+    measured curve (perfmodel.b_curve, m = k = 1920, none of these shapes): within 3.5 % of the allocations'
+    median at 7 of its 8 shapes (the read stream at 4/3 of B had 2048 x 5120 and 5112 at +61 and +42 %); left
+    1536 x 4608 x 2560 -27 % (B 45 MiB, where its family jumps towards all of B sooner than the curve's). At
+    the other 5 the model misses every allocation, its own error: COARSE 8 at 2048 x 3072 -15 %, COARSE 2 at
+    3072 x 4608 -14 %, TILE 32 at 2048 x 5112 -13 %, 2048 x 4096 +14 % and 2048 x 3584 -10 %."""
     inside = set(swept.index[swept.inside])
-    assert inside == {CUBE, CONTROL, "matmul.tiled[k=2048,m=2048,n=4088,tile=32]",
-                      "matmul.tiled[k=2048,m=2048,n=3072,tile=16]",
-                      "matmul.coarsened[coarse=2,k=2048,m=2048,n=5120,tile=32]",
-                      "matmul.coarsened[coarse=8,k=1792,m=3072,n=4608,tile=32]"}, swept.error
+    tile16 = swept[swept.index.str.contains("tile=16")]
+    assert len(inside) == 12 and {CUBE, CONTROL} <= inside, swept.error
+    assert len(tile16) == 8 and (tile16.error.abs() < 0.035).sum() == 7, tile16.error
+    assert swept.error["matmul.tiled[k=2560,m=1536,n=4608,tile=16]"] == pytest.approx(-0.27, abs=0.02)
     err = swept.error
-    assert err["matmul.tiled[k=2048,m=2048,n=5120,tile=16]"] == pytest.approx(0.61, abs=0.02)
     assert err["matmul.coarsened[coarse=8,k=2048,m=2048,n=3072,tile=32]"] == pytest.approx(-0.149, abs=0.02)
     assert (err[~swept.inside].abs() > 0.05).all()
 
@@ -82,7 +84,8 @@ def test_the_read_streams_curve_is_not_tile_16s_gap():
     """probe.l2_read (4 passes) at 40-54 MiB allocated ten times each (card GPU-c35d742e): its loss per pass
     moves at most 6.5 points between allocations (52 MiB 0.54-0.59), and the retention curve the model reads
     (the suite's runs) lies within 5.5 points of the allocations' median at every size - so TILE 16's +61 % at
-    2048 x 5120 (the curve at 4/3 of B: 53 MiB) is the mapping's, not the curve's."""
+    2048 x 5120 when the model read that curve at 4/3 of B (53 MiB) was the mapping's, not the curve's (TILE 16
+    now reads its own, perfmodel.b_curve)."""
     from perfmodel.ceilings import ceilings
 
     a = allocations("h200")

@@ -94,10 +94,11 @@ def describe_counter(t, field: str) -> str:
 
 
 def test_which_b_rule_each_matmul_takes():
-    """In the band, TILE 16's B takes the read stream's measured loss at 4/3 of B (models.dram.SWEPT),
-    TILE 32 a replayed schedule, corner turning the linear share; a device with no measured retention
-    curve falls back to the linear share."""
+    """In the band, TILE 16's B takes its own measured loss curve (perfmodel.b_curve; without one the read
+    stream's measured loss at 4/3 of B, models.dram.swept_loss), TILE 32 a replayed schedule, corner turning
+    the linear share; a device with neither curve falls back to the linear share."""
     from perfmodel import predict
+    from perfmodel.b_curve import loss_at
     from perfmodel.ceilings import ceilings
     from perfmodel.models.dram import swept_footprint
 
@@ -105,9 +106,10 @@ def test_which_b_rule_each_matmul_takes():
         return next(n for n in predict(case, device, m=2048, n=4096, k=2048, **p).notes if "B (" in n)
 
     b = 4 * 2048 * 4096
-    loss = ceilings("h200").l2_loss(swept_footprint(b))
+    loss = loss_at("h200", 0.0, b)
     assert swept_footprint(b) == pytest.approx(4 / 3 * b) and 0.05 < loss < 0.2
-    assert "the read stream's measured loss at 43 MiB" in b_note("matmul.tiled", tile=16)
+    assert 0.05 < ceilings("h200").l2_loss(swept_footprint(b)) < 0.2
+    assert "TILE 16's own measured loss at 32 MiB" in b_note("matmul.tiled", tile=16)
     assert f"missing {100 * loss:.0f} %" in b_note("matmul.tiled", tile=16)
     assert "replayed through the two L2 partitions" in b_note("matmul.tiled", tile=32)
     assert "stream" not in b_note("matmul.corner_turning", tile=16, pad=1)

@@ -4,13 +4,12 @@ dirty in L2 when the kernel ends."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..devices import DeviceSpec
 from ..memory import Launch
-from ..memory.coalescing import LINE_BYTES, SECTOR_BYTES
+from ..memory.coalescing import SECTOR_BYTES
 
 
 @dataclass(frozen=True)
@@ -43,8 +42,9 @@ def reread_miss(dev: DeviceSpec, footprint_bytes: float) -> float:
 
 
 # The kernels (case, tile) whose B is swept like a stream: each block row reads all of B in launch order.
-# Their DRAM reads follow the read stream's measured loss at the footprint of the same demand on each
-# partition (`swept_footprint`); suite and held-out TILE 16 in the band: tests/test_recorded_h200.py.
+# Their DRAM reads follow the kernel's own loss curve where it is recorded (perfmodel.b_curve), else the
+# read stream's measured loss at the footprint of the same demand on each partition (`swept_footprint`);
+# suite and held-out TILE 16 in the band: tests/test_recorded_h200.py.
 # Not corner-turning (+115..+181 % at 38-47 MiB) nor TILE 32 or COARSE (they lose more below 36 MiB and
 # less above; their recorded schedules replayed explain them, perfmodel.l2replay).
 SWEPT = (("matmul.tiled", 16),)
@@ -62,12 +62,27 @@ def swept_footprint(b_bytes: float) -> float:
     return 4 * b_bytes / 3
 
 
+def swept_loss(dev: DeviceSpec, params: dict[str, int], b_bytes: float,
+               pass_loss: Callable[..., float | None]) -> tuple[float, str] | None:
+    """A swept B's loss per re-read and where it comes from: the kernel's own measured curve where recorded
+    (perfmodel.b_curve), else the read stream's measured loss at `swept_footprint`."""
+    from ..b_curve import tile16_loss
+
+    if (own := tile16_loss(dev.key, params["n"], params["k"], b_bytes)) is not None:
+        return own
+    stream = pass_loss(swept_footprint(b_bytes))
+    return None if stream is None else (stream, f"the read stream's measured loss at "
+                                                f"{swept_footprint(b_bytes) / 2**20:.0f} MiB: B swept as a stream")
+
+
 def split_row_share(case: str, params: dict[str, int]) -> float:
     """The share of B's rows in which a TILE 32 block's 128-byte segment straddles two lines (B's pitch,
     4n bytes, off the line): all rows but the 1 in 128 / gcd(4n, 128) that start on a line. 0 elsewhere."""
     if case != "matmul.tiled" or params.get("tile") != 32:
         return 0.0
-    return 1.0 - math.gcd(4 * params["n"], LINE_BYTES) / LINE_BYTES
+    from ..b_curve import straddle_share
+
+    return straddle_share(32, params["n"])
 
 
 def split_line_factor(split_loss: float | None, whole_loss: float | None, share: float) -> float:
@@ -122,13 +137,13 @@ def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: 
     # matmul: each group of blocks streams B again, where L2 has lost it
     b_bytes, streams = matmul_b_streams(dev, launch, params)
     a_bytes = read - b_bytes
-    measured = pass_loss(swept_footprint(b_bytes)) if b_swept else None
+    measured, how = (swept_loss(dev, params, b_bytes, pass_loss) if b_swept else None), ""
+    if measured is not None:
+        measured, how = measured[0], f" ({measured[1]})"
     miss = reread_miss(dev, b_bytes) if measured is None else measured
     if streams == 1.0 or miss == 0.0:
         return DramEstimate(read, write, once)
     times = 1 + (streams - 1) * miss
-    how = (f" (the read stream's measured loss at {swept_footprint(b_bytes) / 2**20:.0f} MiB: B swept as a stream)"
-           if measured is not None else "")
     return DramEstimate(int(a_bytes + times * b_bytes), write,
                         f"B ({b_bytes / 2**20:.0f} MiB) read {times:.1f} times: {streams:.1f} groups of "
                         f"{max(dev.sm_count, launch.grid[0])} consecutive blocks, each missing {100 * miss:.0f} % "

@@ -10,18 +10,19 @@ import numpy as np
 import pandas as pd
 
 from ..allocation import PLACED_BY_PAGES, spread
+from ..devices import DeviceSpec
 from ..models import predict
 from . import figures
 from .page import Page
 
 
-def allocation_section(table: pd.DataFrame, folder: Path, page: Page) -> str:
+def allocation_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, page: Page) -> str:
     """A figure (each shape's range over its allocations, the model and the suite's median, over the
     allocations' median) and a paragraph; empty where no sweep is recorded."""
-    s = spread()
+    s = spread(dev.key)
     if s.empty:
         return ""
-    model = [predict(r.case, "h200", **json.loads(r.params)).dram_read_bytes for r in s.itertuples()]
+    model = [predict(r.case, dev, **json.loads(r.params)).dram_read_bytes for r in s.itertuples()]
     suite = table[table.metric.eq("dram_read_bytes")].set_index("case_id").measured
     med = s.median_bytes.to_numpy()
     labels = [re.sub(r"matmul\.|\[|\]", " ", c).strip() for c in s.case_id]

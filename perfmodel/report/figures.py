@@ -133,7 +133,8 @@ def retention(curve: tuple[tuple[float, float], ...], points: pd.DataFrame, mode
         ax.scatter(g.mib, g.lost, marker="osd^v<>"[i % 7], s=28, label=f"matmul B, {variant} (measured)")
     ax.plot(model.mib, model.lost, "r--", lw=1.5, label="model for matmul B: linear share (no replay)")
     if "swept" in model:
-        ax.plot(model.mib, model.swept, "b:", lw=1.8, label="model for TILE 16's B: the stream at 4/3 of B")
+        ax.plot(model.mib, model.swept, "b:", lw=1.8, label="model for TILE 16's B, pitch on the line (its own "
+                "measured curve where recorded, else the stream at 4/3 of B)")
     ax.set(xlabel="working set re-read (MiB)", ylabel="share lost between reads", title=title, ylim=(-0.05, 1.1))
     ax.legend(fontsize=7)
     return _save(fig, path)
@@ -160,13 +161,17 @@ def proportional(df: pd.DataFrame, x: str, y: str, flag: str, path: Path, title:
 
 
 def groups(df: pd.DataFrame, x: str, y: str, group: str, path: Path, title: str, xlabel: str, ylabel: str,
-           label: str | None = None, logx: bool = False) -> str:
-    """Points, one marker and colour per `group` value; each point annotated with its `label` column."""
+           label: str | None = None, logx: bool = False,
+           overlays: tuple[tuple[np.ndarray, np.ndarray, str, str], ...] = ()) -> str:
+    """Points, one marker and colour per `group` value; each point annotated with its `label` column;
+    `overlays`: lines drawn over them, (x, y, style, label)."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (g, d) in enumerate(df.groupby(group)):
         ax.scatter(d[x], d[y], s=26, marker="osd^v<>"[i % 7], color=f"C{i}", label=f"{g} ({len(d)})")
         for _, r in d.iterrows() if label else ():
             ax.annotate(str(r[label]), (r[x], r[y]), fontsize=5.5, xytext=(3, 2), textcoords="offset points")
+    for xs, ys, style, name in overlays:
+        ax.plot(xs, ys, style, lw=1.5, label=name)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     if logx:
         ax.set_xscale("log", base=2)

@@ -54,13 +54,15 @@ REASONS: list[tuple[str, str, str]] = [
                                  "threads; 2 and 4 block rows fill a little more, 32 less"),
     ("dram_read_bytes", "matmul.", "B of 20-60 MiB: L2 keeps part of it between the block groups that re-read it - "
                                    "0-100 % lost by variant at one size (plans/h200_reuse.toml); the model replays "
-                                   "another shape's recorded schedule (TILE 32, COARSE) or takes the read stream's "
-                                   "loss at 4/3 of B (TILE 16). Lines whose halves two SMs read (TILE 16; TILE 32 "
+                                   "another shape's recorded schedule (TILE 32, COARSE) or reads TILE 16's own "
+                                   "measured curve (perfmodel.b_curve, scaled by k and B's pitch; each shape "
+                                   "jumps towards all of B at its own size past 43 MiB - 1536 x 4608 x 2560 "
+                                   "-27 % at 45 MiB). Lines whose halves two SMs read (TILE 16; TILE 32 "
                                    "where B's pitch is off the 128-byte line) lose 1.2-2.3x what whole lines do "
                                    "(probe.l2_read_split beside probe.l2_read_shared in one run): at n = 5112 "
-                                   "TILE 32 loses what TILE 16 does, 1.8x its n = 5120 (model -41 %, it replays "
-                                   "whole lines). Re-measured a day or two later the band moved 2-10 % "
-                                   "(h200_session_check)"),
+                                   "TILE 32 loses what TILE 16 does, 1.8x its n = 5120 (the replay scaled by "
+                                   "that ratio: -11 %). And one run is one draw of the pages: allocations of "
+                                   "one shape read up to 39 % apart (perfmodel.allocation)"),
     ("dram_write_bytes_in_kernel", "", "what L2 writes back before the kernel ends follows its replacement "
                                        "order; under 16 MiB, lines ncu's own setup left dirty dominate"),
     ("time_s", "matmul.coarsened", "COARSE 8, one block per SM: its warps wait on shared loads' results (plan "

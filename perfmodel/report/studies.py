@@ -18,6 +18,7 @@ from ..occupancy import curves
 from ..validate import l2_input_busy
 from . import figures
 from .allocation import allocation_section
+from .b_curve import b_curve_section
 from .page import Page, accuracy, param, time_page
 from .transpose import transpose_study
 
@@ -213,8 +214,8 @@ def ceilings_study(dev, data, table, ceil, folder: Path) -> Page:
                  "MiB) is a measured curve too; matmul's B, re-read by each group of blocks, loses more of itself "
                  "and by variant (figure): the model's line between one L2 partition and the whole L2 is a middle "
                  "road, off by up to 83 % there (the matmul page replays recorded schedules through the two L2 "
-                 "partitions: half the error). TILE 16 loses B as the stream loses a buffer 4/3 its size (each "
-                 "partition holds all of B, of a stream 3/4): the model reads the curve there (dotted). "
+                 "partitions: half the error). TILE 16 loses B along a curve of its own, measured at m = k = 1920 "
+                 "(perfmodel.b_curve; dotted: the model's line for it, pitch on the line, k = 1920). "
                  "What the crossbar carries into the L2 slices - a transfer per "
                  "written sector, one more per line a store writes a sector of in part, one per read request - "
                  "is what ncu's lts__xbar2lts counter is busy with (figure: one rate over every profiled store "
@@ -249,7 +250,7 @@ def _retention_figure(dev, table, data, ceil, folder: Path) -> str:
     stream's retention curve, the shared and split readers' curves of each run that swept them
     (at least 10 sizes) and the model's line."""
     from ..ceilings import retention_by_run
-    from ..models.dram import matmul_b_streams, reread_miss, swept_footprint
+    from ..models.dram import matmul_b_streams, reread_miss, swept_loss
     from ..suite.registry import get
 
     rows = table[table.case.str.startswith(("matmul.tiled", "matmul.corner", "matmul.coarsened"))
@@ -265,7 +266,8 @@ def _retention_figure(dev, table, data, ceil, folder: Path) -> str:
             pts.append(dict(mib=b / 2**20, lost=lost, variant=variant))
     mib = np.linspace(8, 96, 89)
     model = pd.DataFrame(dict(mib=mib, lost=[reread_miss(dev, m * 2**20) for m in mib],
-                              swept=[ceil.l2_loss(swept_footprint(m * 2**20)) for m in mib]))
+                              swept=[(swept_loss(dev, {"n": 4096}, m * 2**20, ceil.l2_loss) or (np.nan,))[0]
+                                     for m in mib]))
     probes = []
     for case, color, marker, who in (("probe.l2_read_shared", "g", "s", "another SM each pass"),
                                      ("probe.l2_read_split", "m", "^", "two SMs a line's halves")):
@@ -351,7 +353,7 @@ def _b_replay(data, folder: Path, page: Page) -> str:
     labels = [re.sub(r"matmul\.|\[|\]", " ", c).strip() for c in t.case_id]
     page.figures.append(("B band replayed", figures.bars(
         labels, {"linear share / ncu": list(rule),
-                 "model (TILE 16: the stream's loss; others: another shape's schedule replayed) / ncu": list(borrowed),
+                 "model (TILE 16: its own curve; others: another shape's schedule replayed) / ncu": list(borrowed),
                  "own recorded schedule replayed / ncu": list(rep)},
         folder / "matmul_b_replay.png", "DRAM reads of tiled and coarsened matmuls with B of 20-64 MiB over ncu's: "
         "the model's linear share, and each launch's recorded schedule replayed", "predicted / measured")))
@@ -369,8 +371,8 @@ def _b_replay(data, folder: Path, page: Page) -> str:
             " partition, fabric crossings) within 31 % past 28 MiB (perfmodel.l2replay). It misses where the"
             f" H200 loses lines the replay keeps: TILE 16 with B of 45-48 MiB finds {times:.1f}x"
             " ncu's home hits after crossing. The model replays the schedule recorded at another shape of the"
-            " same kernel (the largest) - for TILE 32 and COARSE; TILE 16 it reads off the stream's retention"
-            f" curve at 4/3 of B (models.dram.SWEPT): {100 * (borrowed - 1).abs().mean():.0f} % off on these, "
+            " same kernel (the largest) - for TILE 32 and COARSE; TILE 16 it reads off its own measured curve"
+            f" (perfmodel.b_curve, below): {100 * (borrowed - 1).abs().mean():.0f} % off on these, "
             f"{100 * held.replay.abs().mean():.0f} % on the held-out sets' {len(held)} never placed where the linear"
             f" share is {100 * held.rule.abs().mean():.0f} % (experiments/study_b_replay.py).")
 
@@ -408,7 +410,8 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
                   " latest co-resident block j/B of a block's time and j SM counts of blocks back, give or take that "
                   "spread; coresidency.law), which brings TILE 16's +10…+30 % to +3…+10 % (held out).")
     page.text += _b_replay(data, folder, page)
-    page.text += allocation_section(table, folder, page)
+    page.text += allocation_section(dev, table, folder, page)
+    page.text += b_curve_section(dev, table, folder, page)
     d = table[(table.metric == "dram_read_bytes") & (table.case.isin(["matmul.tiled", "matmul.coarsened"]))].copy()
     d["m"] = param(d, "m")
     d["variant"] = d.case_id.str.replace(MATMUL_SIZES, "", regex=True)

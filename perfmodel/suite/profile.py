@@ -7,6 +7,7 @@ cases in order and writes a manifest; ncu's rows are matched to it by launch ord
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import subprocess
@@ -165,8 +166,8 @@ def table_start(lines: list[str]) -> int | None:
 
 
 def raw_launches(raw: Path) -> list[dict[str, str]]:
-    """One dict of ncu's raw columns per profiled launch, in launch order."""
-    lines = raw.read_text().splitlines()
+    """One dict of ncu's raw columns per profiled launch, in launch order (a .gz log read as it is)."""
+    lines = (gzip.decompress(raw.read_bytes()).decode() if raw.suffix == ".gz" else raw.read_text()).splitlines()
     start = table_start(lines)
     if start is None:
         return []

@@ -1,0 +1,138 @@
+"""How much of B a band matmul loses between the block rows that re-read it, measured on the kernel itself
+(experiments/b_curve.sh): TILE 16 at m = k = 1920 - a shape family in no suite or held-out set - with B
+from 23 to 56 MiB, a few allocations a size under ncu (their median: where the arrays lie moves the count,
+perfmodel.allocation). A point's loss is what its DRAM reads say of B's re-reads: (reads - A) / B - 1 over
+the streams - 1 re-reads (models.dram.matmul_b_streams).
+
+Measured 2026-12-02 (cards GPU-e6adbd78, GPU-c9770d01): TILE 16 loses B along one curve whatever m and k -
+five families (m, k = 1024-3072) within ~0.05 of it up to 42 MiB - rising from ~5 % at 30 MiB to ~55 % at
+44, then jumping towards all of it between 43 and 49 MiB where each family jumps at its own size. The read
+stream at 4/3 of B (the rule before) has the onset right but jumps at 37-38 MiB: +45..+69 % at 37-45 MiB.
+Where B's pitch (4n bytes) puts a block's 64-byte row segment across a 128-byte line (`straddle_share`), more
+is lost: 1.5-1.7x at 32-34 MiB with 15/32 of the segments across, ~1.3x with 1/4 - linear in the share
+between the two measured curves (b_curve_pitch: shares 0, 1/4 and 15/32 at m = k = 1920): the aligned
+curve times their ratio at B, in proportion to the share."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+
+import numpy as np
+import pandas as pd
+
+from .allocation import allocations
+from .devices import device as lookup
+from .memory.coalescing import LINE_BYTES
+
+FAMILY = (1920, 1920)  # m, k of the calibration shapes
+CURVES = "b_curve"  # aligned pitch: the curve at share 0 (and TILE 32 and COARSE, recorded beside it)
+PITCH = "b_curve_pitch"  # the same family with B's pitch off the line: the curve at the widest share
+SHAPES = "b_curve_shapes"  # other m and k, aligned: checks, not read by the model
+SWEPT_TILE = 16
+RAMP_BYTES = (30 << 20, 42 << 20)  # where the families lie on one curve once scaled by k
+JUMPED_BYTES = 46 << 20  # by where each family has jumped towards all of B (at its own size, 43-49 MiB)
+
+
+def straddle_share(tile: int, n: int) -> float:
+    """The share of a block's B row segments (`tile` floats) that cross a 128-byte line, over B's rows and
+    the block columns: a row starts 4n bytes on from the last, the block columns 4 x tile bytes apart."""
+    seg = 4 * tile
+    step = math.gcd(4 * n, LINE_BYTES)
+    starts = [(r + c * seg) % LINE_BYTES for r in range(0, LINE_BYTES, step)
+              for c in range(LINE_BYTES // math.gcd(seg, LINE_BYTES))]
+    return sum(s + seg > LINE_BYTES for s in starts) / len(starts)
+
+
+def points(device: str = "h200", folder: str = CURVES) -> pd.DataFrame:
+    """One row per recorded shape: case, tile, coarse, m, n, k, share (`straddle_share`), b_bytes,
+    allocations, read_bytes (their median), spread ((max - min) / median) and loss (B's per re-read)."""
+    from .models.dram import matmul_b_streams
+    from .suite.registry import get
+
+    dev = lookup(device)
+    a = allocations(dev.key, folder)
+    rows = []
+    for (case, params), g in a.groupby(["case", "params"], sort=False):
+        p = json.loads(params)
+        b_bytes, streams = matmul_b_streams(dev, get(case).launch(p), p)
+        read = float(g.read_bytes.median())
+        a_bytes = 4 * p["m"] * p["k"]
+        rows.append(dict(case=case, tile=p["tile"], coarse=p.get("coarse", 1), m=p["m"], n=p["n"], k=p["k"],
+                         share=straddle_share(p["tile"], p["n"]), b_bytes=b_bytes, allocations=len(g),
+                         read_bytes=read, spread=(g.read_bytes.max() - g.read_bytes.min()) / read,
+                         loss=((read - a_bytes) / b_bytes - 1) / (streams - 1) if streams > 1 else np.nan))
+    cols = ["case", "tile", "coarse", "m", "n", "k", "share", "b_bytes", "allocations", "read_bytes", "spread", "loss"]
+    return pd.DataFrame(rows, columns=cols).sort_values(["case", "tile", "coarse", "share", "b_bytes"],
+                                                        ignore_index=True)
+
+
+@functools.cache
+def _curves(device_key: str) -> tuple[tuple[float, tuple[float, ...], tuple[float, ...]], ...]:
+    """TILE 16's calibration curves, (share, B bytes, loss): the aligned family (CURVES) at share 0 and the
+    PITCH family of the widest share; PITCH's other shares check the line between them (tests)."""
+    out = []
+    for folder in (CURVES, PITCH):
+        pts = points(device_key, folder)
+        pts = pts[(pts.case == "matmul.tiled") & (pts.tile == SWEPT_TILE) & (pts.m == FAMILY[0])
+                  & (pts.k == FAMILY[1])]
+        pts = pts[pts.share == (0.0 if folder == CURVES else pts.share.max())]
+        if pts.empty:
+            return ()
+        # B lost can only grow with B: each point at least the one before (allocations scatter them)
+        out.append((float(pts.share.iloc[0]), tuple(pts.b_bytes.astype(float)),
+                    tuple(np.maximum.accumulate(pts.loss.clip(0, 1)))))
+    return tuple(out)
+
+
+@functools.cache
+def k_exponent(device_key: str) -> float:
+    """How the loss scales with k at one B size, (k / 1920)^exponent: least squares of log(loss over the
+    curve) on log(k / 1920) through 0, over the SHAPES families' points in the ramp (0 where none)."""
+    pts = points(device_key, SHAPES)
+    pts = pts[(pts.case == "matmul.tiled") & (pts.tile == SWEPT_TILE) & pts.b_bytes.between(*RAMP_BYTES)]
+    ref = np.array([_curve_loss(device_key, s, b) or np.nan for s, b in zip(pts.share, pts.b_bytes, strict=True)])
+    ok = (pts.loss.to_numpy() > 0) & (ref > 0)
+    x, y = np.log(pts.k.to_numpy()[ok] / FAMILY[1]), np.log(pts.loss.to_numpy()[ok] / ref[ok])
+    return float((x * y).sum() / (x * x).sum()) if (x * x).sum() else 0.0
+
+
+def _curve_loss(device_key: str, share: float, b_bytes: float) -> float | None:
+    """The m = k = 1920 curves at B: the aligned one times how much more the widest measured share loses
+    there (the two curves' ratio), in proportion to the share; below the measured sizes none (the first
+    point, 23 MiB, loses 0.1 %); None where not measured or past them."""
+    curves = _curves(device_key)
+    if not curves or b_bytes > curves[0][1][-1]:
+        return None
+    (_, x0, y0), (wide, x1, y1) = curves[0], curves[-1]
+    loss = float(np.interp(b_bytes, x0, y0, left=0.0))
+    if share and wide:
+        ratio = np.array(y1) / np.maximum(np.interp(x1, x0, y0), 1e-3)
+        loss = min(1.0, loss * (1 + min(1.0, share / wide) * (float(np.interp(b_bytes, x1, ratio)) - 1)))
+    return loss
+
+
+def loss_at(device: str, share: float, b_bytes: float, k: int = FAMILY[1]) -> float | None:
+    """TILE 16's share of B lost per re-read at B's size, `share` of its B row segments across a line, k
+    rows: the curves (`_curve_loss`) times (k / 1920)^k_exponent up to the ramp's end, fading to 1 by where
+    the families have all jumped - at one B, k rows mean 4 k n = B: k / 1920 times the calibration's block
+    rows in flight (resident blocks over n / 16 a row), which share each B slice while L2 holds it."""
+    key = lookup(device).key
+    if (loss := _curve_loss(key, share, b_bytes)) is None:
+        return None
+    if k != FAMILY[1]:
+        weight = float(np.clip((JUMPED_BYTES - b_bytes) / (JUMPED_BYTES - RAMP_BYTES[1]), 0.0, 1.0))
+        loss *= (k / FAMILY[1]) ** (k_exponent(key) * weight)
+    return min(1.0, loss)
+
+
+def tile16_loss(device: str, n: int, k: int, b_bytes: float) -> tuple[float, str] | None:
+    """`loss_at` for B's pitch (n floats a row) and k, and where it comes from."""
+    share = straddle_share(SWEPT_TILE, n)
+    if (loss := loss_at(device, share, b_bytes, k)) is None:
+        return None
+    return loss, (f"TILE 16's own measured loss at {b_bytes / 2**20:.0f} MiB"
+                  + (f", {100 * share:.0f} % of its B row segments across a line" if share else "")
+                  + (f", scaled to k = {k}" if k != FAMILY[1] else "")
+                  + f" (perfmodel.b_curve, m = k = {FAMILY[0]})")

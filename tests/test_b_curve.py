@@ -1,0 +1,100 @@
+"""TILE 16's own B curve (perfmodel.b_curve): the straddle share against the addresses themselves, the
+recorded families that check the model's curve, and the held-out rows it predicts."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import perfmodel
+from perfmodel.b_curve import CURVES, FAMILY, PITCH, SHAPES, loss_at, points, straddle_share
+
+
+def _straddles(tile: int, n: int, rows: int = 512, blocks: int = 64) -> float:
+    """Count it from B's addresses: row r's segment of block column c starts at byte 4 (r n + c tile)."""
+    starts = [4 * (r * n + c * tile) for r in range(rows) for c in range(blocks)]
+    return sum(s // 128 != (s + 4 * tile - 1) // 128 for s in starts) / len(starts)
+
+
+@pytest.mark.parametrize("n", [4096, 4088, 5112, 3213, 3736, 3728, 2963, 4105, 2122, 6144])
+def test_straddle_share_counts_the_addresses(n):
+    assert straddle_share(16, n) == pytest.approx(_straddles(16, n))
+    assert straddle_share(32, n) == pytest.approx(_straddles(32, n))
+    assert straddle_share(32, n) == pytest.approx(1 - math.gcd(4 * n, 128) / 128)  # TILE 32's rows: 1 in 128/gcd
+
+
+def _families() -> pd.DataFrame:
+    pts = pd.concat([points("h200", f).assign(folder=f) for f in (CURVES, PITCH, SHAPES)])
+    pts = pts[(pts.case == "matmul.tiled") & (pts.tile == 16)].copy()
+    if pts.empty:
+        pytest.skip("TILE 16's B curve is not recorded")
+    pts["model"] = [loss_at("h200", s, b) for s, b in zip(pts.share, pts.b_bytes, strict=True)]
+    pts["mib"] = pts.b_bytes / 2**20
+    return pts
+
+
+def test_one_curve_scaled_by_k_up_to_42_mib():
+    """Four aligned families besides the model's (m x k = 1024 x 2048, 1536 x 2560, 2048 x 1536, 3072 x 3072;
+    card GPU-c9770d01, three allocations a size) lie on the m = k = 1920 curve within 0.023 of the share at
+    the median, 0.070 at worst, from 30 to 42 MiB - the larger k, the less lost (at one B, k / 1920 times the
+    block rows in flight). The model scales the curve by (k / 1920)^-0.27 (k_exponent, least squares over these
+    51 points): 0.013 and 0.050. Past 43 MiB each family jumps at its own size (1536 x 2560: 0.76 at 45 MiB
+    where the curve says 0.58); the scaling fades out by 46 MiB."""
+    from perfmodel.b_curve import k_exponent
+
+    pts = _families()
+    other = pts[(pts.folder == SHAPES) & pts.mib.between(30, 42)]
+    flat = (other.model - other.loss).abs()
+    scaled = pd.Series([loss_at("h200", s, b, k) for s, b, k in zip(other.share, other.b_bytes, other.k,
+                                                                      strict=True)], index=other.index)
+    off = (scaled - other.loss).abs()
+    assert other.groupby(["m", "k"]).ngroups == 4 and len(other) >= 40
+    assert flat.median() < 0.025 and flat.max() < 0.075, other[["m", "k", "mib", "loss", "model"]]
+    assert -0.35 < k_exponent("h200") < -0.2
+    assert off.median() < 0.015 and off.max() < 0.055 and off.mean() < flat.mean()
+
+
+def test_the_pitch_line_between_the_measured_shares():
+    """B's pitch off the line: with 15/32 of the 64-byte segments across a line m = k = 1920 loses 1.5-1.7x
+    the aligned curve at 32-35 MiB (the model's second curve); the family with 1/4 across (n = 24 mod 32) and
+    the one half-line aligned (n = 16 mod 32, none across), not read by the model, lie on its line between them
+    within 0.035 of the share from 27 to 42 MiB (32 points: 0.003 at the median, 0.030 at worst)."""
+    pts = _families()
+    fam = pts[(pts.m == FAMILY[0]) & (pts.k == FAMILY[1]) & pts.mib.between(27, 42)]
+    wide, aligned = fam[fam.share == fam.share.max()], fam[(fam.share == 0) & (fam.folder == CURVES)]
+    ratio = wide.loss.to_numpy() / np.interp(wide.b_bytes, aligned.b_bytes, aligned.loss)
+    assert wide.share.iloc[0] == 15 / 32
+    assert ratio[wide.mib.between(32, 35).to_numpy()].min() > 1.45 and ratio.max() < 1.65, ratio
+    checks = fam[(fam.folder == PITCH) & (fam.share < fam.share.max())]
+    assert set(checks.share) == {0.0, 0.25}
+    off = (checks.model - checks.loss).abs()
+    assert off.max() < 0.035, checks[["n", "share", "mib", "loss", "model"]]
+
+
+def test_held_out_tile16_follows_its_own_curve():
+    """Held-out TILE 16 with B of 20-60 MiB (35 rows, none at m = k = 1920): 23 within 5 % and 5.8 % off on
+    average with TILE 16's own curve (scaled by k and B's pitch), where the read stream at 4/3 of B put 14
+    within 5 % and 12.4 % off; worst 1125 x 2122 x 3893 +18 % and 3534 x 2163 x 3755 -27 % (k past 3700, far
+    from the curves' 1536-3072)."""
+    from perfmodel.ceilings import ceilings
+    from perfmodel.devices import device
+    from perfmodel.l2replay import held_out_band
+    from perfmodel.models.dram import matmul_b_streams, swept_footprint
+    from perfmodel.suite.registry import get
+
+    held = [(p, m) for case, p, m in held_out_band(b_bytes=(20 << 20, 60 << 20))
+            if case == "matmul.tiled" and p["tile"] == 16]
+    dev, ceil = device("h200"), ceilings("h200")
+    own, stream = [], []
+    for p, measured in held:
+        own.append(perfmodel.predict("matmul.tiled", dev, **p).dram_read_bytes / measured - 1)
+        b, streams = matmul_b_streams(dev, get("matmul.tiled").launch(p), p)
+        rule = 4 * p["m"] * p["k"] + b * (1 + (streams - 1) * ceil.l2_loss(swept_footprint(b)))
+        stream.append(rule / measured - 1)
+    own, stream = pd.Series(own).abs(), pd.Series(stream).abs()
+    assert len(own) >= 35
+    assert (own <= 0.05).sum() >= 23 and own.mean() < 0.06 and own.max() < 0.28, own.describe()
+    assert own.mean() < 0.5 * stream.mean() and (own <= 0.05).sum() > (stream <= 0.05).sum()
