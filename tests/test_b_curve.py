@@ -75,26 +75,56 @@ def test_the_pitch_line_between_the_measured_shares():
 
 
 def test_held_out_tile16_follows_its_own_curve():
-    """Held-out TILE 16 with B of 20-60 MiB (35 rows, none at m = k = 1920): 23 within 5 % and 5.8 % off on
-    average with TILE 16's own curve (scaled by k and B's pitch), where the read stream at 4/3 of B put 14
-    within 5 % and 12.4 % off; worst 1125 x 2122 x 3893 +18 % and 3534 x 2163 x 3755 -27 % (k past 3700, far
-    from the curves' 1536-3072)."""
+    """Held-out TILE 16 with B of 20-60 MiB. The 35 rows of sets drawn before the curve was measured (none at
+    m = k = 1920): 24 within 5 % and 5.7 % off on average with TILE 16's own curve (scaled by k and B's pitch),
+    where the read stream at 4/3 of B put 15 within 5 % and 12.4 % off; worst 1125 x 2122 x 3893 +18 % and
+    3534 x 2163 x 3755 -27 % (k past 3700). Set 35, drawn and frozen with the curve (20 TILE 16 shapes at
+    random, 18 of them with B past 20 MiB): 8 of those 18 within 5 %, 11.8 % off (the stream: 6, 12.6 %) -
+    closer at 27-35 MiB, but its three shapes at 40.7-41.2 MiB had already jumped (-38..-40 %, the test
+    below)."""
+    import tomllib
+    from pathlib import Path
+
     from perfmodel.ceilings import ceilings
     from perfmodel.devices import device
     from perfmodel.l2replay import held_out_band
     from perfmodel.models.dram import matmul_b_streams, swept_footprint
     from perfmodel.suite.registry import get
 
+    plan = Path(__file__).resolve().parents[1] / "experiments" / "plans" / "h200_holdout35.toml"
+    late = [c["params"] for c in tomllib.loads(plan.read_text())["case"]]
     held = [(p, m) for case, p, m in held_out_band(b_bytes=(20 << 20, 60 << 20))
             if case == "matmul.tiled" and p["tile"] == 16]
     dev, ceil = device("h200"), ceilings("h200")
-    own, stream = [], []
+    rows = []
     for p, measured in held:
-        own.append(perfmodel.predict("matmul.tiled", dev, **p).dram_read_bytes / measured - 1)
         b, streams = matmul_b_streams(dev, get("matmul.tiled").launch(p), p)
         rule = 4 * p["m"] * p["k"] + b * (1 + (streams - 1) * ceil.l2_loss(swept_footprint(b)))
-        stream.append(rule / measured - 1)
-    own, stream = pd.Series(own).abs(), pd.Series(stream).abs()
-    assert len(own) >= 35
-    assert (own <= 0.05).sum() >= 23 and own.mean() < 0.06 and own.max() < 0.28, own.describe()
-    assert own.mean() < 0.5 * stream.mean() and (own <= 0.05).sum() > (stream <= 0.05).sum()
+        rows.append(dict(late=p in late, own=abs(perfmodel.predict("matmul.tiled", dev, **p).dram_read_bytes
+                                                  / measured - 1), stream=abs(rule / measured - 1)))
+    t = pd.DataFrame(rows)
+    early, late_rows = t[~t.late], t[t.late]
+    assert len(early) == 35 and len(late_rows) == 18
+    assert (early.own <= 0.05).sum() >= 24 and early.own.mean() < 0.06 and early.own.max() < 0.28, early
+    assert early.own.mean() < 0.5 * early.stream.mean() and (early.own <= 0.05).sum() > (early.stream <= 0.05).sum()
+    assert (late_rows.own <= 0.05).sum() >= 8 and late_rows.own.mean() < 0.12, late_rows
+    assert late_rows.own.mean() < late_rows.stream.mean() and late_rows.own.max() < 0.41
+
+
+def test_where_the_jump_comes_is_not_modelled():
+    """Swept at 41 MiB with a quarter of B's row segments across a line (m = 2048, card GPU-23cae811): k = 2560
+    (four block rows in flight: 1056 resident blocks over 262.5 a row) loses 0.77 of B, k = 1536-3328 besides
+    it 0.42-0.58, and k = 2560 loses more the more block rows the grid has (m = 1024-4096: 0.67-0.85). The
+    model says 0.47 there - as for held-out set 35's three shapes at 40.7-41.2 MiB (3.6-4.1 rows in flight),
+    which lost 0.79-0.80 (-38..-40 % of their DRAM reads)."""
+    from perfmodel.b_curve import JUMP
+
+    pts = points("h200", JUMP)
+    if pts.empty:
+        pytest.skip("the jump sweep is not recorded")
+    pts = pts[(pts.b_bytes / 2**20).between(40.5, 41.5) & (pts.share == 0.25)]
+    by_k = pts[pts.m == 2048].set_index("k").loss
+    assert len(by_k) == 8 and by_k[2560] > 0.75 and by_k.drop(2560).max() < 0.6, by_k
+    by_m = pts[pts.k == 2560].set_index("m").loss.sort_index()
+    assert len(by_m) == 5 and by_m.is_monotonic_increasing and by_m.iloc[0] > 0.65, by_m
+    assert loss_at("h200", 0.25, float(pts.b_bytes.mean()), 2560) < 0.5
