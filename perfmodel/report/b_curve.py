@@ -31,7 +31,8 @@ def b_curve_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, page: Pa
                      for m, k, s, f in zip(pts.m, pts.k, pts.share, pts.folder, strict=True)]
     mib = np.linspace(pts.mib.min(), pts.mib.max(), 120)
     shares = sorted(pts.share.unique())
-    overlays = tuple((mib, np.array([loss_at(dev.key, s, m * 2**20) for m in mib], dtype=float), "k" + "-:-."[i % 4],
+    styles = ("k-", "k:", "k--", "k-.")
+    overlays = tuple((mib, np.array([loss_at(dev.key, s, m * 2**20) for m in mib], dtype=float), styles[i % 4],
                       f"model, {32 * s:.0f}/32 of the segments across a line") for i, s in enumerate(shares))
     page.figures.append(("TILE 16's own B curve", figures.groups(
         pts, "mib", "loss", "family", folder / "matmul_b_curve.png",
