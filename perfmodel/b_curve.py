@@ -13,10 +13,12 @@ is lost: 1.5-1.7x at 32-34 MiB with 15/32 of the segments across, ~1.3x with 1/4
 between the two measured curves (b_curve_pitch: shares 0, 1/4 and 15/32 at m = k = 1920): the aligned
 curve times their ratio at B, in proportion to the share.
 
-Not modelled: where the jump comes. Swept at 41 MiB (JUMP), k = 2560 (n = 4200: 262.5 blocks a grid row,
-1056 resident - four block rows in flight, to within 1 %) loses 0.77 of B where k = 1536-3328 lose 0.42-0.58,
-more the more block rows the grid has (m = 1024-4096: 0.67-0.85); held-out set 35's three shapes at 40.7-41.2
-MiB (3.6-4.1 rows in flight) lost 0.79-0.80, the model 0.43-0.47."""
+Not modelled: where the jump comes. Swept at 41 MiB with a quarter of B's segments across a line (JUMP),
+k = 2560 (n = 4200: 4.0 block rows in flight, 1056 resident blocks over 262.5 a row) loses 0.77 of B where
+k = 1536-3328 lose 0.42-0.58, more the more block rows the grid has (m = 1024-4096: 0.67-0.85); held-out set
+35's three shapes at 40.7-41.2 MiB (pitch off the line, 3.6-4.1 rows in flight) lost 0.79-0.80, the model
+0.43-0.47. Not the rows in flight alone: aligned, 3, 3.5, 4, 4.5 and 5 rows in flight at 41 MiB lose
+0.42-0.49 (ROWS)."""
 
 from __future__ import annotations
 
@@ -36,6 +38,7 @@ CURVES = "b_curve"  # aligned pitch: the curve at share 0 (and TILE 32 and COARS
 PITCH = "b_curve_pitch"  # the same family with B's pitch off the line: the curve at the widest share
 SHAPES = "b_curve_shapes"  # other m and k, aligned: checks, not read by the model
 JUMP = "b_curve_jump"  # k and m swept at 39-43.5 MiB (experiments/b_jump_specs.txt): where the loss jumps, not read
+ROWS = "b_curve_rows"  # 3-5 block rows in flight at 41 and 43.5 MiB, aligned (experiments/b_rows_specs.txt): not read
 SWEPT_TILE = 16
 RAMP_BYTES = (30 << 20, 42 << 20)  # where the families lie on one curve once scaled by k
 JUMPED_BYTES = 46 << 20  # by where each family has jumped towards all of B (at its own size, 43-49 MiB)

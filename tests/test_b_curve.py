@@ -113,11 +113,12 @@ def test_held_out_tile16_follows_its_own_curve():
 
 def test_where_the_jump_comes_is_not_modelled():
     """Swept at 41 MiB with a quarter of B's row segments across a line (m = 2048, card GPU-23cae811): k = 2560
-    (four block rows in flight: 1056 resident blocks over 262.5 a row) loses 0.77 of B, k = 1536-3328 besides
+    (4.0 block rows in flight: 1056 resident blocks over 262.5 a row) loses 0.77 of B, k = 1536-3328 besides
     it 0.42-0.58, and k = 2560 loses more the more block rows the grid has (m = 1024-4096: 0.67-0.85). The
-    model says 0.47 there - as for held-out set 35's three shapes at 40.7-41.2 MiB (3.6-4.1 rows in flight),
-    which lost 0.79-0.80 (-38..-40 % of their DRAM reads)."""
-    from perfmodel.b_curve import JUMP
+    model says 0.47 there - as for held-out set 35's three shapes at 40.7-41.2 MiB (pitch off the line, 3.6-4.1
+    rows in flight), which lost 0.79-0.80 (-38..-40 % of their DRAM reads). Not the rows in flight alone: with
+    B's pitch on the line, 3, 3.5, 4, 4.5 and 5 rows in flight at 41 MiB lose 0.42-0.49 (card GPU-5cbe1e0c)."""
+    from perfmodel.b_curve import JUMP, ROWS
 
     pts = points("h200", JUMP)
     if pts.empty:
@@ -128,3 +129,6 @@ def test_where_the_jump_comes_is_not_modelled():
     by_m = pts[pts.k == 2560].set_index("m").loss.sort_index()
     assert len(by_m) == 5 and by_m.is_monotonic_increasing and by_m.iloc[0] > 0.65, by_m
     assert loss_at("h200", 0.25, float(pts.b_bytes.mean()), 2560) < 0.5
+    rows = points("h200", ROWS)
+    rows = rows[(rows.b_bytes / 2**20).between(40.5, 41.5)]
+    assert len(rows) == 5 and set(rows.share) == {0.0} and rows.loss.between(0.4, 0.5).all(), rows

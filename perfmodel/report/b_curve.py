@@ -56,9 +56,10 @@ def b_curve_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, page: Pa
             f" (models.dram.swept_loss): the suite's {len(band)} TILE 16 rows with B in the band"
             f" {100 * band.rel_error.abs().mean():.0f} % off on average, {int((band.rel_error.abs() <= 0.05).sum())}"
             " within 5 %."
-            + (f" Where the jump comes is not modelled: at 41 MiB (B's pitch a quarter off) k = 2560 - four block"
+            + (f" Where the jump comes is not modelled: at 41 MiB (B's pitch a quarter off) k = 2560 - 4.0 block"
                f" rows in flight - loses {lockstep.loss.iloc[0]:.2f} of B where other k between"
                f" {jump.k.min()} and {jump.k.max()} lose {jump[jump.k != 2560].loss.min():.2f}-"
                f"{jump[jump.k != 2560].loss.max():.2f} (the model {lockstep.model.iloc[0]:.2f}), the more the more"
                f" block rows the grid has ({jump[jump.k == 2560].loss.min():.2f}-{jump[jump.k == 2560].loss.max():.2f}"
-               " at m = 1024-4096)." if len(lockstep) else ""))
+               " at m = 1024-4096); with B's pitch on the line 3-5 rows in flight lose alike (b_curve_rows)."
+               if len(lockstep) else ""))

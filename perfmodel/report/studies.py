@@ -266,7 +266,7 @@ def _retention_figure(dev, table, data, ceil, folder: Path) -> str:
             pts.append(dict(mib=b / 2**20, lost=lost, variant=variant))
     mib = np.linspace(8, 96, 89)
     model = pd.DataFrame(dict(mib=mib, lost=[reread_miss(dev, m * 2**20) for m in mib],
-                              swept=[(swept_loss(dev, {"n": 4096}, m * 2**20, ceil.l2_loss) or (np.nan,))[0]
+                              swept=[(swept_loss(dev, {"n": 4096, "k": 1920}, m * 2**20, ceil.l2_loss) or (np.nan,))[0]
                                      for m in mib]))
     probes = []
     for case, color, marker, who in (("probe.l2_read_shared", "g", "s", "another SM each pass"),
