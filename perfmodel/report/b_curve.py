@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..b_curve import CURVES, FAMILY, JUMP, PITCH, SHAPES, SWEPT_TILE, loss_at, points
+from ..b_curve import CURVES, FAMILY, JUMP, PITCH, SHAPES, SWEPT_TILE, k_exponent, loss_at, points
 from ..devices import DeviceSpec
 from . import figures
 from .page import Page
@@ -24,7 +24,7 @@ def b_curve_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, page: Pa
     if pts.empty or loss_at(dev.key, 0.0, float(pts.b_bytes.min())) is None:
         return ""
     pts["mib"] = pts.b_bytes / 2**20
-    pts["model"] = [loss_at(dev.key, s, b) for s, b in zip(pts.share, pts.b_bytes, strict=True)]
+    pts["model"] = [loss_at(dev.key, s, b, k) for s, b, k in zip(pts.share, pts.b_bytes, pts.k, strict=True)]
     pts["family"] = ["k and m swept at 39-43.5 MiB" if f == JUMP else
                      f"m={m}, k={k}" + (f", {32 * s:.0f}/32 across" if s else "")
                      + (" (the model's)" if (m, k) == FAMILY and (f == CURVES or s == pts.share.max()) else "")
@@ -47,12 +47,14 @@ def b_curve_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, page: Pa
                  * json.loads(p)["n"] <= dev.l2_bytes for p in band.params]]
     return (f" TILE 16's own B curve (figure 'TILE 16's own B curve'; experiments/b_curve.sh): TILE 16 at m = k ="
             f" {FAMILY[0]}, a shape in no suite or held-out set, with B from {pts.mib.min():.0f} to"
-            f" {pts.mib.max():.0f} MiB, each size allocated a few times under ncu (the median counts). Other m and"
-            f" k and other pitches of B lie on it within {off.median():.3f} of the share lost at the median,"
-            f" {off.max():.2f} at worst, from {RAMP_MIB[0]} to {RAMP_MIB[1]} MiB; past that each family jumps"
-            " towards all of B at its own size (43-49 MiB). B's pitch moves it: where a block's 64-byte row"
-            " segment crosses a 128-byte line more is lost, in proportion to the share crossing (the model scales"
-            " the aligned curve by the widest measured share's ratio). The model reads this curve for TILE 16's B"
+            f" {pts.mib.max():.0f} MiB, each size allocated a few times under ncu (the median counts). The larger"
+            f" k, the less lost at one B: the model scales the curve by (k / {FAMILY[1]})^{k_exponent(dev.key):.2f},"
+            " fitted on four other aligned families. B's pitch moves it: where a block's 64-byte row segment"
+            " crosses a 128-byte line more is lost, in proportion to the share crossing (the model scales the"
+            " aligned curve by the widest measured share's ratio). The other families and pitches lie within"
+            f" {off.median():.3f} of the model's share lost at the median, {off.max():.2f} at worst, from"
+            f" {RAMP_MIB[0]} to {RAMP_MIB[1]} MiB; past that each family jumps towards all of B at its own size"
+            " (40-49 MiB). The model reads this curve for TILE 16's B"
             f" (models.dram.swept_loss): the suite's {len(band)} TILE 16 rows with B in the band"
             f" {100 * band.rel_error.abs().mean():.0f} % off on average, {int((band.rel_error.abs() <= 0.05).sum())}"
             " within 5 %."
