@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 
 import numpy as np
 import pandas as pd
 
 from .allocation import allocations
 from .devices import device as lookup
-from .memory.coalescing import LINE_BYTES
+from .memory.coalescing import straddle_share
 
 FAMILY = (1920, 1920)  # m, k of the calibration shapes
 CURVES = "b_curve"  # aligned pitch: the curve at share 0 (and TILE 32 and COARSE, recorded beside it)
@@ -42,16 +41,6 @@ ROWS = "b_curve_rows"  # 3-5 block rows in flight at 41 and 43.5 MiB, aligned (e
 SWEPT_TILE = 16
 RAMP_BYTES = (30 << 20, 42 << 20)  # where the families lie on one curve once scaled by k
 JUMPED_BYTES = 46 << 20  # by where each family has jumped towards all of B (at its own size, 43-49 MiB)
-
-
-def straddle_share(tile: int, n: int) -> float:
-    """The share of a block's B row segments (`tile` floats) that cross a 128-byte line, over B's rows and
-    the block columns: a row starts 4n bytes on from the last, the block columns 4 x tile bytes apart."""
-    seg = 4 * tile
-    step = math.gcd(4 * n, LINE_BYTES)
-    starts = [(r + c * seg) % LINE_BYTES for r in range(0, LINE_BYTES, step)
-              for c in range(LINE_BYTES // math.gcd(seg, LINE_BYTES))]
-    return sum(s + seg > LINE_BYTES for s in starts) / len(starts)
 
 
 def points(device: str = "h200", folder: str = CURVES) -> pd.DataFrame:

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 import perfmodel
-from perfmodel.b_curve import CURVES, FAMILY, PITCH, SHAPES, loss_at, points, straddle_share
+from perfmodel.b_curve import CURVES, FAMILY, PITCH, SHAPES, loss_at, points
+from perfmodel.memory.coalescing import straddle_share
 
 
 def _straddles(tile: int, n: int, rows: int = 512, blocks: int = 64) -> float:

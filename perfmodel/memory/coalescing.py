@@ -129,3 +129,14 @@ def global_access(addresses: object, width: int, store: bool = False) -> GlobalA
                         bytes_requested=int(n_active.sum()) * width, sectors_per_row=sectors,
                         lines_per_row=lines, active_per_row=n_active, tag_passes_per_row=tag_passes(by_sector),
                         masked_lines_per_row=masked_lines(a, active, width) if store else None)
+
+
+def straddle_share(tile: int, n: int) -> float:
+    """The share of the row segments of `tile` floats that blocks side by side read from a row-major matrix
+    n floats wide (matmul's B) that cross a 128-byte line, over the rows and the block columns: a row starts
+    4n bytes on from the last, the block columns 4 x tile bytes apart."""
+    seg = 4 * tile
+    step = math.gcd(4 * n, LINE_BYTES)
+    starts = [(r + c * seg) % LINE_BYTES for r in range(0, LINE_BYTES, step)
+              for c in range(LINE_BYTES // math.gcd(seg, LINE_BYTES))]
+    return sum(s + seg > LINE_BYTES for s in starts) / len(starts)

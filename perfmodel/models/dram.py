@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ..devices import DeviceSpec
 from ..memory import Launch
-from ..memory.coalescing import SECTOR_BYTES
+from ..memory.coalescing import SECTOR_BYTES, straddle_share
 
 
 @dataclass(frozen=True)
@@ -80,8 +80,6 @@ def split_row_share(case: str, params: dict[str, int]) -> float:
     4n bytes, off the line): all rows but the 1 in 128 / gcd(4n, 128) that start on a line. 0 elsewhere."""
     if case != "matmul.tiled" or params.get("tile") != 32:
         return 0.0
-    from ..b_curve import straddle_share
-
     return straddle_share(32, params["n"])
 
 
