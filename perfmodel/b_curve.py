@@ -47,7 +47,7 @@ JUMP_FROM_BYTES, JUMP_TO_BYTES = 40 << 20, 47 << 20  # where a shape's jump may 
 def points(device: str = "h200", folder: str = CURVES) -> pd.DataFrame:
     """One row per recorded shape: case, tile, coarse, m, n, k, share (`straddle_share`), b_bytes,
     allocations, read_bytes (their median), spread ((max - min) / median) and loss (B's per re-read)."""
-    from .models.dram import matmul_b_streams
+    from .models.dram import b_loss_from_reads, matmul_b_streams
     from .suite.registry import get
 
     dev = lookup(device)
@@ -61,10 +61,16 @@ def points(device: str = "h200", folder: str = CURVES) -> pd.DataFrame:
         rows.append(dict(case=case, tile=p["tile"], coarse=p.get("coarse", 1), m=p["m"], n=p["n"], k=p["k"],
                          share=straddle_share(p["tile"], p["n"]), b_bytes=b_bytes, allocations=len(g),
                          read_bytes=read, spread=(g.read_bytes.max() - g.read_bytes.min()) / read,
-                         loss=((read - a_bytes) / b_bytes - 1) / (streams - 1) if streams > 1 else np.nan))
+                         loss=b_loss_from_reads(read, a_bytes, b_bytes, streams)))
     cols = ["case", "tile", "coarse", "m", "n", "k", "share", "b_bytes", "allocations", "read_bytes", "spread", "loss"]
     return pd.DataFrame(rows, columns=cols).sort_values(["case", "tile", "coarse", "share", "b_bytes"],
                                                         ignore_index=True)
+
+
+def tile16_points(device: str, *folders: str) -> pd.DataFrame:
+    """`points` of TILE 16 over the recorded folders, each row with its folder."""
+    pts = pd.concat([points(device, f).assign(folder=f) for f in folders], ignore_index=True)
+    return pts[(pts.case == "matmul.tiled") & (pts.tile == SWEPT_TILE)]
 
 
 @functools.cache
@@ -73,9 +79,8 @@ def _curves(device_key: str) -> tuple[tuple[float, tuple[float, ...], tuple[floa
     PITCH family of the widest share; PITCH's other shares check the line between them (tests)."""
     out = []
     for folder in (CURVES, PITCH):
-        pts = points(device_key, folder)
-        pts = pts[(pts.case == "matmul.tiled") & (pts.tile == SWEPT_TILE) & (pts.m == FAMILY[0])
-                  & (pts.k == FAMILY[1])]
+        pts = tile16_points(device_key, folder)
+        pts = pts[(pts.m == FAMILY[0]) & (pts.k == FAMILY[1])]
         pts = pts[pts.share == (0.0 if folder == CURVES else pts.share.max())]
         if pts.empty:
             return ()
@@ -89,8 +94,8 @@ def _curves(device_key: str) -> tuple[tuple[float, tuple[float, ...], tuple[floa
 def k_exponent(device_key: str) -> float:
     """How the loss scales with k at one B size, (k / 1920)^exponent: least squares of log(loss over the
     curve) on log(k / 1920) through 0, over the SHAPES families' points in the ramp (0 where none)."""
-    pts = points(device_key, SHAPES)
-    pts = pts[(pts.case == "matmul.tiled") & (pts.tile == SWEPT_TILE) & pts.b_bytes.between(*RAMP_BYTES)]
+    pts = tile16_points(device_key, SHAPES)
+    pts = pts[pts.b_bytes.between(*RAMP_BYTES)]
     ref = np.array([_curve_loss(device_key, s, b) or np.nan for s, b in zip(pts.share, pts.b_bytes, strict=True)])
     ok = (pts.loss.to_numpy() > 0) & (ref > 0)
     x, y = np.log(pts.k.to_numpy()[ok] / FAMILY[1]), np.log(pts.loss.to_numpy()[ok] / ref[ok])

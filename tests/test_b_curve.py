@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import perfmodel
-from perfmodel.b_curve import CURVES, FAMILY, PITCH, SHAPES, loss_at, points
+from perfmodel.b_curve import CURVES, FAMILY, PITCH, SHAPES, loss_at, points, tile16_points
 from perfmodel.memory.coalescing import straddle_share
 
 
@@ -28,8 +28,7 @@ def test_straddle_share_counts_the_addresses(n):
 
 
 def _families() -> pd.DataFrame:
-    pts = pd.concat([points("h200", f).assign(folder=f) for f in (CURVES, PITCH, SHAPES)])
-    pts = pts[(pts.case == "matmul.tiled") & (pts.tile == 16)].copy()
+    pts = tile16_points("h200", CURVES, PITCH, SHAPES).copy()
     if pts.empty:
         pytest.skip("TILE 16's B curve is not recorded")
     pts["model"] = [loss_at("h200", s, b) for s, b in zip(pts.share, pts.b_bytes, strict=True)]

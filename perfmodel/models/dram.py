@@ -27,6 +27,12 @@ def matmul_b_streams(dev: DeviceSpec, launch: Launch, params: dict[str, int]) ->
     return 4 * params["k"] * params["n"], max(1.0, launch.blocks / max(dev.sm_count, launch.grid[0]))
 
 
+def b_loss_from_reads(read_bytes: float, a_bytes: float, b_bytes: float, streams: float) -> float:
+    """The share of B lost per re-read that a matmul's DRAM reads say, inverting `dram_traffic`'s
+    A + B (1 + (streams - 1) loss); NaN where B is streamed once."""
+    return ((read_bytes - a_bytes) / b_bytes - 1) / (streams - 1) if streams > 1 else float("nan")
+
+
 def reread_miss(dev: DeviceSpec, footprint_bytes: float) -> float:
     """The share of a working set that L2 has lost by the time it is read again: none while it fits
     one L2 partition, all of it past the whole L2, linear in between (a line that SMs on both sides
@@ -135,17 +141,15 @@ def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: 
     # matmul: each group of blocks streams B again, where L2 has lost it
     b_bytes, streams = matmul_b_streams(dev, launch, params)
     a_bytes = read - b_bytes
-    measured, how = (swept_loss(dev, params, b_bytes, pass_loss) if b_swept else None), ""
-    if measured is not None:
-        measured, how = measured[0], f" ({measured[1]})"
-    miss = reread_miss(dev, b_bytes) if measured is None else measured
+    measured = swept_loss(dev, params, b_bytes, pass_loss) if b_swept else None
+    miss = reread_miss(dev, b_bytes) if measured is None else measured[0]
     if streams == 1.0 or miss == 0.0:
         return DramEstimate(read, write, once)
     times = 1 + (streams - 1) * miss
     return DramEstimate(int(a_bytes + times * b_bytes), write,
                         f"B ({b_bytes / 2**20:.0f} MiB) read {times:.1f} times: {streams:.1f} groups of "
                         f"{max(dev.sm_count, launch.grid[0])} consecutive blocks, each missing {100 * miss:.0f} % "
-                        f"of it in L2{how}")
+                        f"of it in L2" + (f" ({measured[1]})" if measured else ""))
 
 
 def dirty_at_end(read_bytes: float, write_bytes: float, held_bytes: float, partial: bool,

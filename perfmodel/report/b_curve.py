@@ -3,24 +3,23 @@ against B's size beside the model's lines, and a paragraph."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..b_curve import CURVES, FAMILY, JUMP, PITCH, SHAPES, SWEPT_TILE, k_exponent, loss_at, points
+from ..b_curve import CURVES, FAMILY, JUMP, PITCH, SHAPES, SWEPT_TILE, k_exponent, loss_at, tile16_points
 from ..devices import DeviceSpec
 from . import figures
-from .page import Page
+from .page import Page, param
 
 RAMP_MIB = (30, 42)  # where the families lie on one curve (past it each jumps at its own size)
+BAND_FROM_BYTES = 20 << 20  # the suite rows counted: B from 20 MiB to the whole L2 (tests/test_recorded_h200.py)
 
 
 def b_curve_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, page: Page) -> str:
     """A figure and a paragraph; empty where no curve is recorded for the device."""
-    pts = pd.concat([points(dev.key, f).assign(folder=f) for f in (CURVES, PITCH, SHAPES, JUMP)])
-    pts = pts[(pts.case == "matmul.tiled") & (pts.tile == SWEPT_TILE)]
+    pts = tile16_points(dev.key, CURVES, PITCH, SHAPES, JUMP).copy()
     if pts.empty or loss_at(dev.key, 0.0, float(pts.b_bytes.min())) is None:
         return ""
     pts["mib"] = pts.b_bytes / 2**20
@@ -43,8 +42,8 @@ def b_curve_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, page: Pa
     checks = pts[~pts.family.str.endswith("(the model's)") & pts.mib.between(*RAMP_MIB) & (pts.folder != JUMP)]
     off = (checks.model - checks.loss).abs()
     band = table[(table.case == "matmul.tiled") & (table.metric == "dram_read_bytes") & (table.kind == "counter")]
-    band = band[[json.loads(p).get("tile") == SWEPT_TILE and dev.l2_partition_bytes / 2 <= 4 * json.loads(p)["k"]
-                 * json.loads(p)["n"] <= dev.l2_bytes for p in band.params]]
+    b_bytes = 4 * param(band, "k") * param(band, "n")
+    band = band[param(band, "tile").eq(SWEPT_TILE) & b_bytes.between(BAND_FROM_BYTES, dev.l2_bytes)]
     return (f" TILE 16's own B curve (figure 'TILE 16's own B curve'; experiments/b_curve.sh): TILE 16 at m = k ="
             f" {FAMILY[0]}, a shape in no suite or held-out set, with B from {pts.mib.min():.0f} to"
             f" {pts.mib.max():.0f} MiB, each size allocated a few times under ncu (the median counts). The larger"

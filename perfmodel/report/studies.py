@@ -250,7 +250,7 @@ def _retention_figure(dev, table, data, ceil, folder: Path) -> str:
     stream's retention curve, the shared and split readers' curves of each run that swept them
     (at least 10 sizes) and the model's line."""
     from ..ceilings import retention_by_run
-    from ..models.dram import matmul_b_streams, reread_miss, swept_loss
+    from ..models.dram import b_loss_from_reads, matmul_b_streams, reread_miss, swept_loss
     from ..suite.registry import get
 
     rows = table[table.case.str.startswith(("matmul.tiled", "matmul.corner", "matmul.coarsened"))
@@ -260,7 +260,7 @@ def _retention_figure(dev, table, data, ceil, folder: Path) -> str:
         p = get(r.case).bind(**json.loads(r.params))
         b, streams = matmul_b_streams(dev, get(r.case).launch(p), p)
         if streams > 2 and 8 << 20 <= b <= 96 << 20:
-            lost = ((r.measured - 4 * p["m"] * p["k"]) / b - 1) / (streams - 1)
+            lost = b_loss_from_reads(r.measured, 4 * p["m"] * p["k"], b, streams)
             variant = r.case.split(".")[1] + (f" {p['coarse']}" if "coarse" in p else f" {p['tile']}")
             variant += ", B's rows off the 128-byte lines" if 4 * p["n"] % LINE_BYTES else ""
             pts.append(dict(mib=b / 2**20, lost=lost, variant=variant))

@@ -66,6 +66,25 @@ def relative_error(out: np.ndarray, ref: np.ndarray) -> float:
     return float(num / den)
 
 
+def check_outputs(bound: Bound, setup: Setup, bufs: gpu.Buffers) -> float:
+    """Compare the launched outputs with numpy's; the worst relative error, or CheckFailed on a wrong one."""
+    worst = 0.0
+    for name, ref in setup.expected_values().items():
+        out = bufs.download(name)
+        if setup.rtol == 0:
+            ok = np.array_equal(out, ref, equal_nan=True)
+            err = 0.0 if ok else float("inf")
+        else:
+            err = relative_error(out, ref)
+            ok = err <= setup.rtol
+        worst = max(worst, err)
+        if not ok:
+            bad = int(np.count_nonzero(~np.isclose(out, ref, rtol=1e-3, equal_nan=True)))
+            raise CheckFailed(f"{case_id(bound.case.name, bound.params)}: output {name} wrong: "
+                              f"relative error {err:.3g} > {setup.rtol}, {bad} of {out.size} elements differ")
+    return worst
+
+
 def check(bound: Bound, rng: np.random.Generator) -> float:
     """Run once on fresh random inputs with poisoned outputs; raise CheckFailed on a wrong result."""
     setup = bound.case.setup(bound.params, rng)
@@ -73,21 +92,7 @@ def check(bound: Bound, rng: np.random.Generator) -> float:
     try:
         bound.runner(args)()
         gpu.synchronize()
-        worst = 0.0
-        for name, ref in setup.expected_values().items():
-            out = bufs.download(name)
-            if setup.rtol == 0:
-                ok = np.array_equal(out, ref, equal_nan=True)
-                err = 0.0 if ok else float("inf")
-            else:
-                err = relative_error(out, ref)
-                ok = err <= setup.rtol
-            worst = max(worst, err)
-            if not ok:
-                bad = int(np.count_nonzero(~np.isclose(out, ref, rtol=1e-3, equal_nan=True)))
-                raise CheckFailed(f"{case_id(bound.case.name, bound.params)}: output {name} wrong: "
-                                  f"relative error {err:.3g} > {setup.rtol}, {bad} of {out.size} elements differ")
-        return worst
+        return check_outputs(bound, setup, bufs)
     finally:
         bufs.free()
 
