@@ -70,6 +70,18 @@ def spread(device: str = "h200") -> pd.DataFrame:
 PLACED_BY_PAGES = ("matmul.tiled", "matmul.coarsened")  # the kernels the sweep measured
 
 
+def against_model(device: str = "h200") -> pd.DataFrame:
+    """`spread` with the model's DRAM reads beside: predicted_bytes, error (over the allocations' median) and
+    inside (within 5 % of the allocations' range)."""
+    from .models import predict
+
+    s = spread(device)
+    s["predicted_bytes"] = [predict(r.case, device, **json.loads(r.params)).dram_read_bytes for r in s.itertuples()]
+    s["error"] = s.predicted_bytes / s.median_bytes - 1
+    s["inside"] = s.predicted_bytes.between(0.95 * s.low_bytes, 1.05 * s.high_bytes)
+    return s
+
+
 @functools.cache
 def _recorded_spread(device_key: str) -> dict[str, float]:
     s = spread(device_key)

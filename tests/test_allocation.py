@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from perfmodel.allocation import PLACED_BY_PAGES, allocations, spread
+from perfmodel.allocation import PLACED_BY_PAGES, against_model, allocations
 from perfmodel.models import predict
 
 CUBE = "matmul.tiled[k=3072,m=3072,n=3072,tile=32]"
@@ -16,13 +16,10 @@ CONTROL = "matmul.tiled[k=2048,m=2048,n=5120,tile=32]"  # in the suite within 1 
 
 @pytest.fixture(scope="module")
 def swept():
-    s = spread("h200")
+    s = against_model("h200")
     s = s[s.case.isin(PLACED_BY_PAGES)].copy()
     if not len(s):
         pytest.skip("no address sweep recorded under reports/data/h200/checks/address")
-    s["predicted"] = [predict(r.case, "h200", **json.loads(r.params)).dram_read_bytes for r in s.itertuples()]
-    s["error"] = s.predicted / s.median_bytes - 1
-    s["inside"] = (s.predicted >= 0.95 * s.low_bytes) & (s.predicted <= 1.05 * s.high_bytes)
     return s.set_index("case_id")
 
 

@@ -2,37 +2,32 @@
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..allocation import PLACED_BY_PAGES, spread
+from ..allocation import PLACED_BY_PAGES, against_model
 from ..devices import DeviceSpec
-from ..models import predict
 from . import figures
-from .page import Page
+from .page import Page, short_case_id
 
 
 def allocation_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, page: Page) -> str:
     """A figure (each shape's range over its allocations, the model and the suite's median, over the
     allocations' median) and a paragraph; empty where no sweep is recorded."""
-    s = spread(dev.key)
+    s = against_model(dev.key)
     if s.empty:
         return ""
-    model = [predict(r.case, dev, **json.loads(r.params)).dram_read_bytes for r in s.itertuples()]
     suite = table[table.metric.eq("dram_read_bytes")].set_index("case_id").measured
     med = s.median_bytes.to_numpy()
-    labels = [re.sub(r"matmul\.|\[|\]", " ", c).strip() for c in s.case_id]
+    labels = [short_case_id(c) for c in s.case_id]
     page.figures.append(("B band: where the arrays lie", figures.ranges(
         labels, list(s.low_bytes / med), list(s.high_bytes / med),
-        {"model": list(np.array(model) / med),
+        {"model": list(s.predicted_bytes / med),
          "suite (median over runs)": list(np.array([suite.get(c, np.nan) for c in s.case_id]) / med)},
         folder / "matmul_allocations.png", "Band matmuls and the read stream: DRAM reads over 10+ allocations each",
         "DRAM reads / the allocations' median")))
-    s["inside"] = [(lo * 0.95 <= m <= hi * 1.05) for m, lo, hi in zip(model, s.low_bytes, s.high_bytes, strict=True)]
     stream = s[~s.case.isin(PLACED_BY_PAGES)]
     s = s[s.case.isin(PLACED_BY_PAGES)]
     wide = s[s.spread > 0.15]

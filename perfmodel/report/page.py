@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,11 @@ def markdown_table(df: pd.DataFrame) -> str:
     head = "| " + " | ".join(map(str, df.columns)) + " |\n|" + "---|" * len(df.columns)
     body = "\n".join("| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False))
     return head + "\n" + body
+
+
+def short_case_id(case_id: str) -> str:
+    """A matmul case id as a figure's label: "tiled  k=2048,m=2048,n=4096,tile=32"."""
+    return re.sub(r"matmul\.|\[|\]", " ", case_id).strip()
 
 
 def param(df: pd.DataFrame, key: str) -> pd.Series:

@@ -19,7 +19,7 @@ from ..validate import l2_input_busy
 from . import figures
 from .allocation import allocation_section
 from .b_curve import b_curve_section
-from .page import Page, accuracy, param, time_page
+from .page import Page, accuracy, param, short_case_id, time_page
 from .transpose import transpose_study
 
 
@@ -350,7 +350,7 @@ def _b_replay(data, folder: Path, page: Page) -> str:
     rep = t.dram_read_bytes / t.ncu_dram_read_bytes
     rule = t.rule_read_bytes / t.ncu_dram_read_bytes
     borrowed = t.model_dram_read_bytes / t.ncu_dram_read_bytes
-    labels = [re.sub(r"matmul\.|\[|\]", " ", c).strip() for c in t.case_id]
+    labels = [short_case_id(c) for c in t.case_id]
     page.figures.append(("B band replayed", figures.bars(
         labels, {"linear share / ncu": list(rule),
                  "model (TILE 16: its own curve; others: another shape's schedule replayed) / ncu": list(borrowed),
