@@ -1,7 +1,7 @@
 """Where a matmul's blocks run: each block's SM and its start and end on the global timer.
 
     source .gpu/setup.sh && python3 experiments/placement.py --out $OUT \
-        [--case matmul.naive|matmul.tiled|matmul.tiled32|matmul.coarsened2|matmul.coarsened8] [--shapes M,N,K ...]
+        [--case matmul.naive|matmul.tiled|matmul.tiled32|matmul.coarsened{1,2,4,8}] [--shapes M,N,K ...]
 
 Writes placement-<case>-m<M>-n<N>-k<K>.npz (block ids row-major over the grid; sm, start_ns, end_ns:
 three launches) per shape and checks C against numpy. The L1s of matmul.naive (at m = 1024 and 2048)
@@ -21,7 +21,9 @@ from perfmodel.suite import gpu
 
 ENTRIES = {"matmul.naive": ("matmul_naive_placed", 16, 1), "matmul.tiled": ("matmul_tiled_16_placed", 16, 1),
            "matmul.tiled32": ("matmul_tiled_32_placed", 32, 1),
+           "matmul.coarsened1": ("matmul_coarsened_32_1_placed", 32, 1),
            "matmul.coarsened2": ("matmul_coarsened_32_2_placed", 32, 2),
+           "matmul.coarsened4": ("matmul_coarsened_32_4_placed", 32, 4),
            "matmul.coarsened8": ("matmul_coarsened_32_8_placed", 32, 8)}  # kernel, block edge, C tiles a block
 
 

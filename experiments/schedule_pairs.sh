@@ -6,12 +6,15 @@
 #   source .gpu/setup.sh && OUT=$OUT bash experiments/schedule_pairs.sh
 set -u
 export PYTHONUNBUFFERED=1
-OUT=${OUT:-/tmp/out}/schedule_pairs
+# SPECS ("case:M,N,K ..." separated by ";") and FOLDER pick other shapes and another folder under $OUT.
+DEFAULT="matmul.tiled32:3072,3072,3072 2048,4088,2048 2048,4096,2048 2048,3584,2048 2048,5112,2048;\
+matmul.coarsened2:3072,4608,1792 2048,5120,2048;matmul.coarsened8:2048,3072,2048 3072,4608,1792"
+OUT=${OUT:-/tmp/out}/${FOLDER:-schedule_pairs}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,uuid,serial,pci.bus_id,driver_version,clocks.sm,clocks.mem --format=csv > "$OUT/card.csv"
 echo "commit ${PERFMODEL_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)} utc $(date -u +%Y%m%dT%H%M%SZ)" >> "$OUT/card.csv"
-for spec in "matmul.tiled32:3072,3072,3072 2048,4088,2048 2048,4096,2048 2048,3584,2048 2048,5112,2048" \
-            "matmul.coarsened2:3072,4608,1792 2048,5120,2048" "matmul.coarsened8:2048,3072,2048 3072,4608,1792"; do
+IFS=';' read -r -a specs <<< "${SPECS:-$DEFAULT}"
+for spec in "${specs[@]}"; do
   case=${spec%%:*}
   dir="$OUT/${case#matmul.}"
   mkdir -p "$dir"

@@ -153,10 +153,20 @@ extern "C" __global__ void matmul_tiled_16_placed(MM_ARGS, unsigned long long* _
     record_placement(place, t0);
 }
 
-// matmul_coarsened_32_2 / _8 (two blocks per SM / one) with their blocks' placement recorded.
+// matmul_coarsened_32_2, _1, _4 (two blocks per SM) and _8 (one) with their blocks' placement recorded.
 extern "C" __global__ void matmul_coarsened_32_2_placed(MM_ARGS, unsigned long long* __restrict__ place) {
     unsigned long long t0 = global_timer();
     coarsened<32, 2>(A, B, C, M, N, K);
+    record_placement(place, t0);
+}
+extern "C" __global__ void matmul_coarsened_32_1_placed(MM_ARGS, unsigned long long* __restrict__ place) {
+    unsigned long long t0 = global_timer();
+    coarsened<32, 1>(A, B, C, M, N, K);
+    record_placement(place, t0);
+}
+extern "C" __global__ void matmul_coarsened_32_4_placed(MM_ARGS, unsigned long long* __restrict__ place) {
+    unsigned long long t0 = global_timer();
+    coarsened<32, 4>(A, B, C, M, N, K);
     record_placement(place, t0);
 }
 extern "C" __global__ void matmul_coarsened_32_8_placed(MM_ARGS, unsigned long long* __restrict__ place) {

@@ -47,6 +47,8 @@ def recorded_launches(device_key: str) -> list[tuple[str, list[Placement]]]:
 # experiments/placement.py's file kinds: the case and the parameters besides m, n, k
 KINDS = {"naive": ("matmul.naive", {}), "tiled": ("matmul.tiled", {"tile": 16}),
          "tiled32": ("matmul.tiled", {"tile": 32}), "coarsened2": ("matmul.coarsened", {"tile": 32, "coarse": 2}),
+         "coarsened1": ("matmul.coarsened", {"tile": 32, "coarse": 1}),
+         "coarsened4": ("matmul.coarsened", {"tile": 32, "coarse": 4}),
          "coarsened8": ("matmul.coarsened", {"tile": 32, "coarse": 8})}
 
 

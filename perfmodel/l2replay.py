@@ -204,11 +204,23 @@ def _sources(device_key: str) -> tuple:
     return tuple(r for r in recorded(device_key) if r.case in REPLAYED)
 
 
+def _residency(dev, case: str, params: dict[str, int]) -> tuple[int, int]:
+    """(threads a block, blocks an SM) of a replayed kernel at `params`: what shapes its schedule."""
+    from .models import case_occupancy
+    from .suite.registry import get
+
+    kc = get(case)
+    p = kc.bind(**params)
+    occ, _ = case_occupancy(dev, kc, p)
+    return occ.threads_per_block, occ.blocks_per_sm
+
+
 def replay_source(case: str, params: dict[str, int], device: str = "h200"):
     """The recording whose schedule predicts `case` at `params`: a tiled or coarsened matmul whose B lies
     between 0.6 of one L2 partition and the whole L2, the largest launch recorded of the same kernel at
-    another shape; None where there is none (other kernels and sizes, devices without recordings, TILE 16:
-    models.dram.SWEPT)."""
+    another shape; where the kernel has none recorded (COARSE 1 and 4), that of the recorded kernel with
+    its block size and blocks per SM, nearest in coarsening. None where there is none (other kernels and
+    sizes, devices without recordings, TILE 16: models.dram.SWEPT)."""
     from .models.dram import swept
 
     if case not in REPLAYED or swept(case, params):  # TILE 16: the read stream's loss (models.dram.SWEPT)
@@ -216,7 +228,14 @@ def replay_source(case: str, params: dict[str, int], device: str = "h200"):
     dev = lookup(device)
     if not 0.6 * dev.l2_partition_bytes <= 4 * params["k"] * params["n"] <= dev.l2_bytes:
         return None
-    same = [r for r in _sources(dev.key) if _kind(r.case, r.params) == _kind(case, params) and r.params != params]
+    kind = _kind(case, params)
+    same = [r for r in _sources(dev.key) if _kind(r.case, r.params) == kind and r.params != params]
+    if not same:
+        shaped = _residency(dev, case, params)
+        alike = [r for r in _sources(dev.key) if not swept(r.case, r.params)
+                 and r.params["tile"] == params["tile"] and _residency(dev, r.case, r.params) == shaped]
+        near = min((abs(_kind(r.case, r.params)[2] - kind[2]) for r in alike), default=None)
+        same = [r for r in alike if abs(_kind(r.case, r.params)[2] - kind[2]) == near]
     return max(same, key=lambda r: len(r.launches[0].sm)) if same else None
 
 
@@ -312,8 +331,9 @@ PAIRS_DIR = "schedule_pairs"  # experiments/schedule_pairs.sh: placements record
 
 
 @on_disk
-def schedule_pairs(device: str = "h200"):
-    """Every launch experiments/schedule_pairs.sh recorded, its block schedule beside its own DRAM reads: call
+def schedule_pairs(device: str = "h200", folder: str = PAIRS_DIR):
+    """Every launch experiments/schedule_pairs.sh recorded (under checks/`folder`), its block schedule beside
+    its own DRAM reads: call
     (UTC), card (UUID), case_id, b_mib, launch (0-2), ncu_dram_read_bytes, replay_dram_read_bytes (the
     replay of that launch's schedule)."""
     import pandas as pd
@@ -324,7 +344,7 @@ def schedule_pairs(device: str = "h200"):
     from .suite.profile import launch_values
 
     rows = []
-    for call in sorted((DATA_DIR / lookup(device).key / "checks" / PAIRS_DIR).glob("*T*Z")):
+    for call in sorted((DATA_DIR / lookup(device).key / "checks" / folder).glob("*T*Z")):
         card = card_uuid(call / "card.csv")
         for folder in sorted(p for p in call.iterdir() if p.is_dir()):
             case, extra = KINDS[folder.name]

@@ -76,6 +76,15 @@ def resources(dev: DeviceSpec, case, params: dict[str, int]) -> tuple[int, int, 
     return DEFAULT_REGISTERS, case.static_smem(params), False
 
 
+def case_occupancy(dev: DeviceSpec, case, p: dict[str, int], launch=None):
+    """(occupancy, whether the registers are the compiler's) of a registry case at bound parameters `p`;
+    a launch past a device limit (threads, shared memory, registers) raises LimitError naming it."""
+    regs, static_smem, known = resources(dev, case, p)
+    launch = launch or _launch(case, p)
+    return occupancy(dev, launch.threads_per_block, regs, static_smem, case.dynamic_smem(p),
+                     opt_in=case.dynamic_smem(p) > 48 * 1024), known
+
+
 def naive_roofline_time(case_name: str, device: str | DeviceSpec = "h200", **params: int) -> float:
     """The baseline: datasheet FLOP rate and DRAM bandwidth, compulsory bytes only."""
     from ..suite.registry import get
@@ -162,11 +171,9 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     p = dict(items)
     launch = _launch(case, p)
     accesses = case.accesses(p)
-    regs, static_smem, known = resources(dev, case, p)
+    occ, known = case_occupancy(dev, case, p, launch)
+    regs = occ.registers_per_thread
     notes = [] if known else [f"registers unknown (no recorded compile on {dev.name}): assumed {regs}"]
-    # a launch past a device limit (threads, shared memory, registers) cannot run: LimitError names it
-    occ = occupancy(dev, launch.threads_per_block, regs, static_smem, case.dynamic_smem(p),
-                    opt_in=case.dynamic_smem(p) > 48 * 1024)
     blocks_per_sm = occ.blocks_per_sm
     resident = max(blocks_per_sm * dev.sm_count, 1)
     waves = launch.blocks / resident
