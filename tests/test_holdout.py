@@ -255,3 +255,25 @@ def test_store_combining_law_out_of_sample():
     off = t.rel_error.abs() > 0.014
     assert off.sum() == 1 and t[off].case_id.str.fullmatch(r"probe\.piece_store\[dist=1,n=3145728\]").all(), t
     assert t[off].rel_error.between(0.05, 0.15).all(), t[["case_id", "rel_error"]]
+
+
+def test_borrowed_schedule_out_of_sample():
+    """Set 36 (seed 20261226, frozen before measured): 8 COARSE 4 and 8 COARSE 1 matmuls with B of 18-44
+    MiB, which have no recorded schedule of their own; the replay borrows that of the kernel with their
+    block size and blocks per SM (l2replay.replay_source: COARSE 2's and TILE 32's). DRAM reads: COARSE 4
+    17 % off on average (the linear rule it took before: 53 %, every shape short by 36-76 %), COARSE 1
+    15 % (the rule 22 %); 5 of 16 within 5 %. COARSE 4 +23..+52 % at 22-26 MiB, COARSE 1 -27..-42 % at
+    31-42 MiB. Time within 6 % at every shape."""
+    from perfmodel.l2replay import rule_read_bytes
+
+    t = _holdout_rows("h200_holdout36", "dram_read_bytes")
+    assert len(t) == 16
+    for coarse, replay_off, rule_off in ((4, 0.18, 0.5), (1, 0.16, 0.2)):
+        s = t[t.coarse == coarse]
+        rule = [abs(rule_read_bytes("matmul.coarsened", json.loads(p)) / m - 1)
+                for p, m in zip(s.params, s.measured, strict=True)]
+        assert len(s) == 8 and s.rel_error.abs().mean() < replay_off < rule_off < sum(rule) / 8, (coarse, rule)
+    assert (t.rel_error.abs() <= 0.05).sum() >= 5
+    time = _compared("h200_holdout36")
+    time = time[time.kind == "time"]
+    assert len(time) == 16 and time.rel_error.abs().max() < 0.06, time[["case_id", "rel_error"]]
