@@ -82,11 +82,13 @@ def swept_loss(dev: DeviceSpec, params: dict[str, int], b_bytes: float,
 
 
 def split_row_share(case: str, params: dict[str, int]) -> float:
-    """The share of B's rows in which a TILE 32 block's 128-byte segment straddles two lines (B's pitch,
-    4n bytes, off the line): all rows but the 1 in 128 / gcd(4n, 128) that start on a line. 0 elsewhere."""
-    if case != "matmul.tiled" or params.get("tile") != 32:
+    """The share of B's lines that two blocks read in pieces, at TILE 32: where B's pitch (4n bytes) is
+    off the line, a block's 128 x COARSE-byte row segment straddles COARSE + 1 lines and shares the two
+    at its ends with its neighbours - one line in COARSE over the rows that do not start on a line (all
+    but 1 in 128 / gcd(4n, 128)). 0 elsewhere."""
+    if case not in ("matmul.tiled", "matmul.coarsened") or params.get("tile") != 32:
         return 0.0
-    return straddle_share(32, params["n"])
+    return straddle_share(32, params["n"]) / params.get("coarse", 1)
 
 
 def split_line_factor(split_loss: float | None, whole_loss: float | None, share: float) -> float:
