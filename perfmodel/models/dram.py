@@ -108,15 +108,16 @@ def with_split_lines(read_bytes: float, write_bytes: int, note: str, dev: Device
                      params: dict[str, int], compulsory_read: float,
                      loss: Callable[..., float | None]) -> DramEstimate:
     """The replay's DRAM reads (whole lines) with B's re-reads scaled by split_line_factor where B's
-    pitch splits its rows' lines between two blocks, capped at every group re-reading all of B;
+    pitch splits its rows' lines between two blocks, capped at every group re-reading all of B (or at the
+    replay's own re-reads, where they pass that: A lost as well);
     `loss(footprint, readers)`: Ceilings.l2_loss."""
     share = split_row_share(case, params)
     if not share:
         return DramEstimate(int(read_bytes), write_bytes, note)
     b_bytes, streams = matmul_b_streams(dev, launch, params)
     factor = split_line_factor(loss(b_bytes, "split"), loss(b_bytes, "shared"), share)
-    again = max(0.0, read_bytes - compulsory_read) * factor
-    return DramEstimate(int(compulsory_read + min(again, (streams - 1) * b_bytes)), write_bytes,
+    again = max(0.0, read_bytes - compulsory_read)  # the cap never takes the replay's own re-reads (of A too) away
+    return DramEstimate(int(compulsory_read + min(again * factor, max(again, (streams - 1) * b_bytes))), write_bytes,
                         f"{note}; x{factor:.2f} on the re-reads: {100 * share:.0f} % of B's rows straddle two lines, "
                         "lost as the split probe loses them against whole lines")
 
