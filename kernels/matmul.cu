@@ -146,38 +146,17 @@ extern "C" __global__ void matmul_coarsened_32_2(MM_ARGS) { coarsened<32, 2>(A, 
 extern "C" __global__ void matmul_coarsened_32_4(MM_ARGS) { coarsened<32, 4>(A, B, C, M, N, K); }
 extern "C" __global__ void matmul_coarsened_32_8(MM_ARGS) { coarsened<32, 8>(A, B, C, M, N, K); }
 
-// matmul_tiled_16 with its blocks' placement recorded (experiments/placement.py).
-extern "C" __global__ void matmul_tiled_16_placed(MM_ARGS, unsigned long long* __restrict__ place) {
-    unsigned long long t0 = global_timer();
-    tiled<16>(A, B, C, M, N, K);
-    record_placement(place, t0);
-}
-
-// matmul_coarsened_32_2, _1, _4 (two blocks per SM) and _8 (one) with their blocks' placement recorded.
-extern "C" __global__ void matmul_coarsened_32_2_placed(MM_ARGS, unsigned long long* __restrict__ place) {
-    unsigned long long t0 = global_timer();
-    coarsened<32, 2>(A, B, C, M, N, K);
-    record_placement(place, t0);
-}
-extern "C" __global__ void matmul_coarsened_32_1_placed(MM_ARGS, unsigned long long* __restrict__ place) {
-    unsigned long long t0 = global_timer();
-    coarsened<32, 1>(A, B, C, M, N, K);
-    record_placement(place, t0);
-}
-extern "C" __global__ void matmul_coarsened_32_4_placed(MM_ARGS, unsigned long long* __restrict__ place) {
-    unsigned long long t0 = global_timer();
-    coarsened<32, 4>(A, B, C, M, N, K);
-    record_placement(place, t0);
-}
-extern "C" __global__ void matmul_coarsened_32_8_placed(MM_ARGS, unsigned long long* __restrict__ place) {
-    unsigned long long t0 = global_timer();
-    coarsened<32, 8>(A, B, C, M, N, K);
-    record_placement(place, t0);
-}
-
-// matmul_tiled_32 (two blocks per SM) with its blocks' placement recorded (experiments/placement.py).
-extern "C" __global__ void matmul_tiled_32_placed(MM_ARGS, unsigned long long* __restrict__ place) {
-    unsigned long long t0 = global_timer();
-    tiled<32>(A, B, C, M, N, K);
-    record_placement(place, t0);
-}
+// The kernels above with their blocks' placement recorded (experiments/placement.py): each block's SM,
+// start and end on the global timer. TILE 32 and COARSE 1, 2, 4 run two blocks an SM, COARSE 8 one.
+#define PLACED(NAME, ...)                                                                        \
+    extern "C" __global__ void NAME(MM_ARGS, unsigned long long* __restrict__ place) {          \
+        unsigned long long t0 = global_timer();                                                  \
+        __VA_ARGS__(A, B, C, M, N, K);                                                           \
+        record_placement(place, t0);                                                             \
+    }
+PLACED(matmul_tiled_16_placed, tiled<16>)
+PLACED(matmul_tiled_32_placed, tiled<32>)
+PLACED(matmul_coarsened_32_1_placed, coarsened<32, 1>)
+PLACED(matmul_coarsened_32_2_placed, coarsened<32, 2>)
+PLACED(matmul_coarsened_32_4_placed, coarsened<32, 4>)
+PLACED(matmul_coarsened_32_8_placed, coarsened<32, 8>)
