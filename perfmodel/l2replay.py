@@ -12,7 +12,8 @@ What it explains that the model's rule (models.dram.reread_miss: a share linear 
 partition and the whole L2) cannot: TILE 16 loses more of B than TILE 32 at the same size, COARSE 8
 (one block per SM, all in step) more than both, because blocks sweep B in the order the scheduler ran
 them, not in the grid's. With the launch's own schedule it explains; to predict, the model replays the
-schedule recorded at another shape of the same kernel (`predicted_read_bytes`).
+schedule recorded at another shape of the same kernel, or where it has none recorded, of the kernel with
+its block size and blocks per SM (`predicted_read_bytes`; held-out sets 36 and 37: COARSE 1 and 4).
 
 Which partition an SM sits beside is not known: the replay puts SMs of even and odd %smid on either
 side (the first and second half of the SM ids gave the same counts within 3 % in the exploration).
