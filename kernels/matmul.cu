@@ -149,14 +149,14 @@ extern "C" __global__ void matmul_coarsened_32_8(MM_ARGS) { coarsened<32, 8>(A, 
 // The kernels above with their blocks' placement recorded (experiments/placement.py): each block's SM,
 // start and end on the global timer. TILE 32 and COARSE 1, 2, 4 run two blocks an SM, COARSE 8 one.
 #define PLACED(NAME, ...)                                                                        \
-    extern "C" __global__ void NAME(MM_ARGS, unsigned long long* __restrict__ place) {          \
+    extern "C" __global__ void matmul_##NAME##_placed(MM_ARGS, unsigned long long* __restrict__ place) { \
         unsigned long long t0 = global_timer();                                                  \
         __VA_ARGS__(A, B, C, M, N, K);                                                           \
         record_placement(place, t0);                                                             \
     }
-PLACED(matmul_tiled_16_placed, tiled<16>)
-PLACED(matmul_tiled_32_placed, tiled<32>)
-PLACED(matmul_coarsened_32_1_placed, coarsened<32, 1>)
-PLACED(matmul_coarsened_32_2_placed, coarsened<32, 2>)
-PLACED(matmul_coarsened_32_4_placed, coarsened<32, 4>)
-PLACED(matmul_coarsened_32_8_placed, coarsened<32, 8>)
+PLACED(tiled_16, tiled<16>)
+PLACED(tiled_32, tiled<32>)
+PLACED(coarsened_32_1, coarsened<32, 1>)
+PLACED(coarsened_32_2, coarsened<32, 2>)
+PLACED(coarsened_32_4, coarsened<32, 4>)
+PLACED(coarsened_32_8, coarsened<32, 8>)
