@@ -231,13 +231,11 @@ def replay_source(case: str, params: dict[str, int], device: str = "h200"):
         return None
     kind = _kind(case, params)
     same = [r for r in _sources(dev.key) if _kind(r.case, r.params) == kind and r.params != params]
-    if not same:
-        shaped = _residency(dev, case, params)
-        alike = [r for r in _sources(dev.key) if not swept(r.case, r.params)
-                 and r.params["tile"] == params["tile"] and _residency(dev, r.case, r.params) == shaped]
-        near = min((abs(_kind(r.case, r.params)[2] - kind[2]) for r in alike), default=None)
-        same = [r for r in alike if abs(_kind(r.case, r.params)[2] - kind[2]) == near]
-    return max(same, key=lambda r: len(r.launches[0].sm)) if same else None
+    if same:
+        return max(same, key=lambda r: len(r.launches[0].sm))
+    shaped = _residency(dev, case, params)  # threads a block fix the tile: TILE 16 is never alike
+    alike = [r for r in _sources(dev.key) if _residency(dev, r.case, r.params) == shaped]
+    return min(alike, key=lambda r: (abs(_kind(r.case, r.params)[2] - kind[2]), -len(r.launches[0].sm)), default=None)
 
 
 def predicted_read_bytes(case: str, params: dict[str, int], grid: tuple[int, int, int], resident: int,
@@ -347,13 +345,13 @@ def schedule_pairs(device: str = "h200", folder: str = PAIRS_DIR):
     rows = []
     for call in sorted((DATA_DIR / lookup(device).key / "checks" / folder).glob("*T*Z")):
         card = card_uuid(call / "card.csv")
-        for folder in sorted(p for p in call.iterdir() if p.is_dir()):
-            case, extra = KINDS[folder.name]
-            counts = launch_values(folder / "ncu.csv", DRAM_READS)
-            shapes = re.findall(r"m=(\d+) n=(\d+) k=(\d+)", (folder / "log.txt").read_text())
+        for kind_dir in sorted(p for p in call.iterdir() if p.is_dir()):
+            case, extra = KINDS[kind_dir.name]
+            counts = launch_values(kind_dir / "ncu.csv", DRAM_READS)
+            shapes = re.findall(r"m=(\d+) n=(\d+) k=(\d+)", (kind_dir / "log.txt").read_text())
             for j, (m, n, k) in enumerate(shapes):
                 params = {"m": int(m), "n": int(n), "k": int(k)} | extra
-                launches = _launches(folder / f"placement-{folder.name}-m{m}-n{n}-k{k}.npz")
+                launches = _launches(kind_dir / f"placement-{kind_dir.name}-m{m}-n{n}-k{k}.npz")
                 for i, pl in enumerate(launches):
                     rows.append({"call": call.name, "card": card, "case_id": case_id(case, params),
                                  "b_mib": 4 * params["k"] * params["n"] / 2**20, "launch": i,

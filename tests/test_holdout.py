@@ -108,6 +108,17 @@ def _holdout_rows(name: str, metric: str) -> pd.DataFrame:
     return t.assign(**{p: t.params.map(lambda s, p=p: json.loads(s).get(p)) for p in keys})
 
 
+def _replay_alone(case: str, params: dict[str, int], measured: float) -> float:
+    """The replay's DRAM reads (l2replay.predicted_read_bytes, without models.dram's split lines) at the
+    case's own grid and residency, against `measured`, as a fraction."""
+    from perfmodel.l2replay import predicted_read_bytes
+    from perfmodel.suite.registry import get
+
+    p = get(case).bind(**params)
+    resident = perfmodel.predict(case, "h200", **p).resident_blocks
+    return predicted_read_bytes(case, p, get(case).launch(p).grid, resident)[0] / measured - 1
+
+
 def test_eight_writers_lost_at_their_span_out_of_sample():
     """Set 24 (chosen by hand, frozen before measured): probe.piece_store's sectors of 8 writers, lost
     with the two-writer loss law's share at their first-to-last span (a rule read off one launch, 28
@@ -224,9 +235,6 @@ def test_split_line_factor_out_of_sample():
     the replay alone 14.6 % (-44 % at n = 3272, -32 % at 3336 -> -13 %, +3.4 %); it overshoots two by
     13-14 % the replay had within 3 %. Of the three aligned controls the replay put 4064 (36.7 MiB) +50 %
     (a gap of the aligned replay out of sample)."""
-    from perfmodel.devices import device
-    from perfmodel.l2replay import predicted_read_bytes
-    from perfmodel.models import predict
     from perfmodel.models.dram import split_row_share
     from perfmodel.suite.registry import get
 
@@ -236,11 +244,8 @@ def test_split_line_factor_out_of_sample():
     assert len(off) == 7 and off.rel_error.abs().mean() < 0.08 and (off.rel_error.abs() <= 0.05).sum() >= 4, off
     alone = []
     for params, measured in zip(off.params.map(json.loads), off.measured, strict=True):
-        p = get("matmul.tiled").bind(**params)
-        assert split_row_share("matmul.tiled", p) >= 0.5
-        resident = predict("matmul.tiled", device("h200"), **p).resident_blocks
-        alone.append(predicted_read_bytes("matmul.tiled", p, get("matmul.tiled").launch(p).grid, resident)[0]
-                     / measured - 1)
+        assert split_row_share("matmul.tiled", get("matmul.tiled").bind(**params)) >= 0.5
+        alone.append(_replay_alone("matmul.tiled", params, measured))
     assert sum(abs(e) for e in alone) / len(alone) > 1.8 * off.rel_error.abs().mean(), alone
 
 
@@ -285,9 +290,6 @@ def test_split_lines_of_coarsened_blocks():
     split_row_share; COARSE 1 is TILE 32's kernel). The held-out COARSE 1 and 2 matmuls with B's pitch off
     the line and B of 30-52 MiB (10, all sets; measured before this rule, no parameter fitted to them):
     the replay with the split lines 5.6 % off on average, the replay alone 20 % (every one short)."""
-    from perfmodel.devices import device
-    from perfmodel.l2replay import predicted_read_bytes
-    from perfmodel.models import predict
     from perfmodel.models.dram import split_row_share
     from perfmodel.suite.registry import get
 
@@ -300,10 +302,8 @@ def test_split_lines_of_coarsened_blocks():
             p = kc.bind(**params)
             assert split_row_share("matmul.coarsened", p) == pytest.approx(split_row_share(
                 "matmul.tiled", {"tile": 32, "n": p["n"]}) / p["coarse"])
-            pred = predict("matmul.coarsened", device("h200"), **p)
-            now.append(pred.dram_read_bytes / measured - 1)
-            alone.append(predicted_read_bytes("matmul.coarsened", p, kc.launch(p).grid, pred.resident_blocks)[0]
-                         / measured - 1)
+            now.append(perfmodel.predict("matmul.coarsened", "h200", **p).dram_read_bytes / measured - 1)
+            alone.append(_replay_alone("matmul.coarsened", params, measured))
     assert len(now) == 10 and max(alone) < 0 and sum(map(abs, alone)) / 10 > 0.18, alone
     assert sum(map(abs, now)) / 10 < 0.06 and max(map(abs, now)) < 0.2, now
 
@@ -314,19 +314,11 @@ def test_split_lines_of_coarsened_blocks_held_out():
     average, the replay alone 20 %; COARSE 1 -21 % at 32.7 MiB, COARSE 2 +15 % at 34.6 MiB. COARSE 8 as
     frozen 2-11 % short: the cap on the scaled re-reads (all of B a group) cut under the replay's own, which
     re-reads A as well; the cap no longer does (models.dram.with_split_lines), within 7.3 % now."""
-    from perfmodel.devices import device
-    from perfmodel.l2replay import predicted_read_bytes
-    from perfmodel.models import predict
-    from perfmodel.suite.registry import get
-
     t = _holdout_rows("h200_holdout37", "dram_read_bytes")
     assert len(t) == 20
-    kc, alone = get("matmul.coarsened"), []
     off = t[(t.n * 4 % 128 != 0) & (t.coarse < 8)]
-    for params, measured in zip(off.params.map(json.loads), off.measured, strict=True):
-        p = kc.bind(**params)
-        resident = predict("matmul.coarsened", device("h200"), **p).resident_blocks
-        alone.append(predicted_read_bytes("matmul.coarsened", p, kc.launch(p).grid, resident)[0] / measured - 1)
+    alone = [_replay_alone("matmul.coarsened", params, measured)
+             for params, measured in zip(off.params.map(json.loads), off.measured, strict=True)]
     assert len(off) == 13 and off.rel_error.abs().mean() < 0.085 and sum(map(abs, alone)) / 13 > 0.18, alone
     c8 = t[t.coarse == 8]
     assert (c8.rel_error < 0).all() and c8.rel_error_now.abs().max() < 0.075, c8[["case_id", "rel_error_now"]]
