@@ -29,7 +29,7 @@ from ..round_replay import replayed_hit_share
 from ..sass import functions
 from ..store_order import store_spread
 from .base import Prediction, Term
-from .dram import dirty_at_end, swept, with_split_lines
+from .dram import dirty_at_end, own_loss, with_split_lines
 from .issue import warp_instructions
 from .l1 import block_invariant, l1_traffic, store_merge_shares
 from .time import (
@@ -189,8 +189,9 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     compulsory = case.compulsory_bytes(p)
     # blocks that store after a barrier write at the end of their lives, whose lengths spread
     order = store_spread(dev.key) if case.sync_after_loads else None
-    below = below_l1(dev, accesses, launch, l1, compulsory, resident, case.model, p,
-                     functools.partial(ceil.l2_loss, readers=case.rereaders(p)),
+    pass_loss = functools.partial(ceil.l2_loss, readers=case.rereaders(p))
+    b_loss = own_loss(dev, case_name, launch, p, pass_loss) if case.model == "matmul" else None
+    below = below_l1(dev, accesses, launch, l1, compulsory, resident, case.model, p, pass_loss,
                      l1_share, varying, ceil.store_combining, coresidency_law(dev.key),
                      ceil.partial_law.lost if ceil.partial_law else None,
                      order.blocks(blocks_per_sm, dev.sm_count) if order else None,
@@ -199,12 +200,12 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                      # held out -11..-30 % with the map, TILE 16 and 32 at 1024 -2..-3 %)
                      () if case.sync_after_loads or case.barrier_phases else first_wave(dev.key, blocks_per_sm),
                      # where this launch's placement was recorded, the blocks share L1 as they met there
-                     placements_of(dev.key, case_name, p) if placed else (), swept(case_name, p),
+                     placements_of(dev.key, case_name, p) if placed else (), b_loss,
                      # two blocks an SM reading one tile pool in rounds: which tiles meet in L1 is
                      # their drift apart, as their recorded round clocks give it
                      replayed_hit_share(dev.key, case_name, p, l1_share * blocks_per_sm))
     dram, req = below.dram, below.requests
-    if (replayed := predicted_read_bytes(case_name, p, launch.grid, resident, dev.key)) is not None:
+    if b_loss is None and (replayed := predicted_read_bytes(case_name, p, launch.grid, resident, dev.key)) is not None:
         # B between the L2 partitions: the recorded schedule replayed, not the linear share; where B's
         # pitch splits its lines between two blocks, L2 loses more of them (the split probe's ratio)
         dram = with_split_lines(replayed[0], dram.write_bytes, replayed[1], dev, launch, case_name, p,

@@ -27,6 +27,14 @@ def matmul_b_streams(dev: DeviceSpec, launch: Launch, params: dict[str, int]) ->
     return 4 * params["k"] * params["n"], max(1.0, launch.blocks / max(dev.sm_count, launch.grid[0]))
 
 
+def group_bytes(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> float:
+    """What L2 takes in between two groups' reads of one B slice (`matmul_b_streams`' groups, each sweeping
+    all of B): B, and the A strips of one group's block rows (`tile` rows of k floats a row of blocks)."""
+    b_bytes, _ = matmul_b_streams(dev, launch, params)
+    rows = min(launch.blocks, max(dev.sm_count, launch.grid[0])) / launch.grid[0]
+    return b_bytes + rows * params["tile"] * params["k"] * 4
+
+
 def b_loss_from_reads(read_bytes: float, a_bytes: float, b_bytes: float, streams: float) -> float:
     """The share of B lost per re-read that a matmul's DRAM reads say, inverting `dram_traffic`'s
     A + B (1 + (streams - 1) loss); NaN where B is streamed once."""
@@ -81,6 +89,17 @@ def swept_loss(dev: DeviceSpec, params: dict[str, int], b_bytes: float,
                                                 f"{swept_footprint(b_bytes) / 2**20:.0f} MiB: B swept as a stream")
 
 
+def own_loss(dev: DeviceSpec, case: str, launch: Launch, params: dict[str, int],
+             pass_loss: Callable[..., float | None]) -> tuple[float, str] | None:
+    """B's loss per re-read measured on the kernel itself, and where it comes from: TILE 16 (`swept_loss`),
+    COARSE 4 and 8 (perfmodel.coarse_curve, within its sizes); None for the others."""
+    from ..coarse_curve import coarse_loss
+
+    if swept(case, params):
+        return swept_loss(dev, params, matmul_b_streams(dev, launch, params)[0], pass_loss)
+    return coarse_loss(dev, launch, params) if case == "matmul.coarsened" else None
+
+
 def split_row_share(case: str, params: dict[str, int]) -> float:
     """The share of B's lines that two blocks read in pieces, at TILE 32: where B's pitch (4n bytes) is
     off the line, a block's 128 x COARSE-byte row segment straddles COARSE + 1 lines and shares the two
@@ -125,10 +144,10 @@ def with_split_lines(read_bytes: float, write_bytes: int, note: str, dev: Device
 def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: int, launch: Launch,
                  family: str, params: dict[str, int],
                  pass_loss: Callable[..., float | None] = lambda footprint, passes=0: None,
-                 b_swept: bool = False) -> DramEstimate:
+                 b_loss: tuple[float, str] | None = None) -> DramEstimate:
     """`pass_loss(footprint, passes)`: the measured share of a buffer L2 loses between passes, on average
     over that many (Ceilings.l2_loss; passes 0: the retention curve's own count);
-    `b_swept`: matmul's B is lost between its re-reads as that stream loses it (`swept_footprint`)."""
+    `b_loss`: matmul's B lost between its re-reads as measured on the kernel (`own_loss`), with its source."""
     read, write = compulsory
     once = "each array read once and written once (compulsory traffic)"
     if family == "l2" and params.get("passes", 1) > 1:  # passes over one buffer: L2 keeps what fits
@@ -144,7 +163,7 @@ def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: 
     # matmul: each group of blocks streams B again, where L2 has lost it
     b_bytes, streams = matmul_b_streams(dev, launch, params)
     a_bytes = read - b_bytes
-    measured = swept_loss(dev, params, b_bytes, pass_loss) if b_swept else None
+    measured = b_loss
     miss = reread_miss(dev, b_bytes) if measured is None else measured[0]
     if streams == 1.0 or miss == 0.0:
         return DramEstimate(read, write, once)

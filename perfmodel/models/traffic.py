@@ -210,7 +210,7 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
              combining: StoreCombining | None = None, coresidency: CoResidency | None = None,
              partial_lost: Callable[[float], float] | None = None,
              store_spread_blocks: np.ndarray | None = None, first_waves: tuple[np.ndarray, ...] = (),
-             placements: tuple[Placement, ...] = (), b_swept: bool = False,
+             placements: tuple[Placement, ...] = (), b_loss: tuple[float, str] | None = None,
              replayed_hit_share: float | None = None) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block; `varying_sectors`:
     the exact L1 sectors of the loads that differ by block, which the sampled reuse scales), less what
@@ -289,7 +289,7 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
                          "from DRAM to write them back")
         else:
             notes.append("partially written sectors: read-modify-write in DRAM")
-    dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params, pass_loss, b_swept)
+    dram = dram_traffic(dev, compulsory, resident_blocks, launch, family, params, pass_loss, b_loss)
     notes.append(dram.note)
     near = dev.l2_partition_bytes  # what L2 holds before first writes cost fills
     waves = launch.blocks / max(resident_blocks, 1)

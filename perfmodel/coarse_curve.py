@@ -1,0 +1,62 @@
+"""How much of B COARSE 4 and 8 lose between the groups of blocks that re-read it, measured on the kernels
+themselves (experiments/b_curve.sh and b_coarse_specs.txt: m = k = 1920 - a family in no suite or held-out
+set - with B from 14 to 56 MiB, four allocations a size under ncu, their median).
+
+Measured 2026-12-02 (cards GPU-e6adbd78, GPU-349b81cf): COARSE 8 - one block an SM, the SMs in step - loses
+B well inside one L2 partition: ~3 % at 16 MiB, ~40 % at 24, all of it (and some of A) from 30; COARSE 4 from
+~20 MiB, half at 31, all at 40. At one B, families with a larger k lose more (COARSE 8 at 24.4 MiB: k = 1536,
+1920, 2560 lose 0.25, 0.43, 0.74): between two groups' reads of a B slice L2 takes in all of B and the A
+strips of one group's block rows, which grow with k and with fewer blocks a row. Over that footprint
+(`models.dram.group_bytes`) the three COARSE 8 families and the two COARSE 4 ones lie on one curve each,
+which the model reads. Measured with B's pitch on the line; a COARSE C block's row segment crosses a line
+at one end in C, so the pitch is left out.
+
+Not TILE 32, COARSE 1 or 2: their curves over the same footprint missed the suite's and held-out sets'
+shapes by 10-42 % (the schedule replay, perfmodel.l2replay, by 5-14 %) - more of their lines are split
+between two blocks, and where a block row's segments straddle lines the loss grows with it."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pandas as pd
+
+from .b_curve import CURVES, FAMILY, points
+from .devices import DeviceSpec
+from .memory import Launch
+
+FOLDER = "b_curve_coarse"  # COARSE 8 below 24 MiB and COARSE 4, each at three or two families
+OWN = (4, 8)  # the coarsenings that read their own curve
+CASE = "matmul.coarsened"
+
+
+def coarse_points(device: str) -> pd.DataFrame:
+    """`points` of COARSE 4 and 8 over both folders (the aligned families), each row with its folder."""
+    pts = pd.concat([points(device, f).assign(folder=f) for f in (CURVES, FOLDER)], ignore_index=True)
+    return pts[(pts.case == CASE) & pts.coarse.isin(OWN) & (pts.share == 0)]
+
+
+@functools.cache
+def _curve(device_key: str, coarse: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """(group bytes, loss) of the m = k = 1920 family, by footprint; a loss at least the one before (the
+    allocations scatter the points), at most 1 (all of B)."""
+    pts = coarse_points(device_key)
+    pts = pts[(pts.coarse == coarse) & (pts.m == FAMILY[0]) & (pts.k == FAMILY[1])].sort_values("group_bytes")
+    return tuple(pts.group_bytes.astype(float)), tuple(np.maximum.accumulate(pts.loss.clip(0, 1)))
+
+
+def coarse_loss(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> tuple[float, str] | None:
+    """COARSE 4 or 8's share of B lost per re-read at its group footprint, and where it comes from; None for
+    other kernels, where none is recorded, and from where the curve has lost all of B."""
+    from .models.dram import group_bytes
+
+    if params.get("tile") != 32 or params.get("coarse") not in OWN:
+        return None
+    xs, ys = _curve(dev.key, params["coarse"])
+    footprint = group_bytes(dev, launch, params)
+    loss = float(np.interp(footprint, xs, ys, left=0.0)) if xs else 1.0
+    if loss >= 1.0:  # all of B lost, and A in part: the schedule replay knows A's reuse (perfmodel.l2replay)
+        return None
+    return loss, (f"COARSE {params['coarse']}'s own measured loss at {footprint / 2**20:.0f} MiB of B and one group's "
+                  f"A strips (perfmodel.coarse_curve, m = k = {FAMILY[0]})")
