@@ -14,6 +14,8 @@ partition and the whole L2) cannot: TILE 16 loses more of B than TILE 32 at the 
 them, not in the grid's. With the launch's own schedule it explains; to predict, the model replays the
 schedule recorded at another shape of the same kernel, or where it has none recorded, of the kernel with
 its block size and blocks per SM (`predicted_read_bytes`; held-out sets 36 and 37: COARSE 1 and 4).
+COARSE 4 and 8 read their own measured curves instead (perfmodel.coarse_curve: held-out set 38, 6.1 % off
+where the replay is 10.8 %), the replay only past where those have lost all of B.
 
 Which partition an SM sits beside is not known: the replay puts SMs of even and odd %smid on either
 side (the first and second half of the SM ids gave the same counts within 3 % in the exploration).

@@ -48,20 +48,23 @@ def test_the_allocations_median_repeats_on_another_card():
 
 
 def test_which_band_misses_are_the_allocations(swept):
-    """The model within 5 % of the allocations' range at 12 of 18 shapes - its misses there are one draw of
+    """The model within 5 % of the allocations' range at 13 of 18 shapes - its misses there are one draw of
     the pages (TILE 32 3072^3 -9 % in the suite, +25 % against the sweep's median). TILE 16 reads its own
     measured curve (perfmodel.b_curve, m = k = 1920, none of these shapes): within 3.5 % of the allocations'
     median at 7 of its 8 shapes (the read stream at 4/3 of B had 2048 x 5120 and 5112 at +61 and +42 %); left
-    1536 x 4608 x 2560 -27 % (B 45 MiB, where its family jumps towards all of B sooner than the curve's). At
-    the other 5 the model misses every allocation, its own error: COARSE 8 at 2048 x 3072 -15 %, COARSE 2 at
-    3072 x 4608 -14 %, TILE 32 at 2048 x 5112 -13 %, 2048 x 4096 +14 % and 2048 x 3584 -10 %."""
+    1536 x 4608 x 2560 -27 % (B 45 MiB, where its family jumps towards all of B sooner than the curve's).
+    COARSE 8 reads its own curve too (perfmodel.coarse_curve): both its shapes within 3 % of the median (the
+    replay had 2048 x 3072 at -15 %, outside every allocation). At the other 4 the model misses every
+    allocation, its own error: COARSE 2 at 3072 x 4608 -14 %, TILE 32 at 2048 x 5112 -13 %, 2048 x 4096 +14 %
+    and 2048 x 3584 -10 %."""
     inside = set(swept.index[swept.inside])
     tile16 = swept[swept.index.str.contains("tile=16")]
-    assert len(inside) == 12 and {CUBE, CONTROL} <= inside, swept.error
+    assert len(inside) == 13 and {CUBE, CONTROL} <= inside, swept.error
     assert len(tile16) == 8 and (tile16.error.abs() < 0.035).sum() == 7, tile16.error
     assert swept.error["matmul.tiled[k=2560,m=1536,n=4608,tile=16]"] == pytest.approx(-0.27, abs=0.02)
     err = swept.error
-    assert err["matmul.coarsened[coarse=8,k=2048,m=2048,n=3072,tile=32]"] == pytest.approx(-0.149, abs=0.02)
+    coarse8 = err[err.index.str.contains("coarse=8")]
+    assert len(coarse8) == 2 and coarse8.abs().max() < 0.03, coarse8
     assert (err[~swept.inside].abs() > 0.05).all()
 
 

@@ -54,8 +54,10 @@ REASONS: list[tuple[str, str, str]] = [
                                  "threads; 2 and 4 block rows fill a little more, 32 less"),
     ("dram_read_bytes", "matmul.", "B of 20-60 MiB: L2 keeps part of it between the block groups that re-read it - "
                                    "0-100 % lost by variant at one size (plans/h200_reuse.toml); the model replays "
-                                   "another shape's recorded schedule (TILE 32, COARSE 2 and 8; COARSE 1 and 4 "
-                                   "that of the kernel with their block size and blocks per SM) or reads TILE 16's own "
+                                   "another shape's recorded schedule (TILE 32, COARSE 2; COARSE 1 that of the "
+                                   "kernel with its block size and blocks per SM), reads COARSE 4 and 8's own "
+                                   "measured curves over B and a group's A (perfmodel.coarse_curve; held out, "
+                                   "COARSE 4 at 26 MiB -24 %) or TILE 16's own "
                                    "measured curve (perfmodel.b_curve, scaled by k and B's pitch; each shape "
                                    "jumps towards all of B at its own size past 43 MiB - 1536 x 4608 x 2560 "
                                    "-27 % at 45 MiB). Lines whose halves two SMs read (TILE 16; TILE 32 "
