@@ -56,10 +56,10 @@ def points(device: str = "h200", folder: str = CURVES) -> pd.DataFrame:
     rows = []
     for (case, params), g in a.groupby(["case", "params"], sort=False):
         p = json.loads(params)
-        b_bytes, streams = matmul_b_streams(dev, get(case).launch(p), p)
+        launch = get(case).launch(p)
+        b_bytes, streams = matmul_b_streams(dev, launch, p)
         read = float(g.read_bytes.median())
         a_bytes = 4 * p["m"] * p["k"]
-        launch = get(case).launch(p)
         rows.append(dict(case=case, tile=p["tile"], coarse=p.get("coarse", 1), m=p["m"], n=p["n"], k=p["k"],
                          share=straddle_share(p["tile"], p["n"]), b_bytes=b_bytes,
                          group_bytes=group_bytes(dev, launch, p), allocations=len(g),

@@ -164,15 +164,14 @@ def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: 
     # matmul: each group of blocks streams B again, where L2 has lost it
     b_bytes, streams = matmul_b_streams(dev, launch, params)
     a_bytes = read - b_bytes
-    measured = b_loss
-    miss = reread_miss(dev, b_bytes) if measured is None else measured[0]
+    miss = reread_miss(dev, b_bytes) if b_loss is None else b_loss[0]
     if streams == 1.0 or miss == 0.0:
         return DramEstimate(read, write, once)
     times = 1 + (streams - 1) * miss
     return DramEstimate(int(a_bytes + times * b_bytes), write,
                         f"B ({b_bytes / 2**20:.0f} MiB) read {times:.1f} times: {streams:.1f} groups of "
                         f"{max(dev.sm_count, launch.grid[0])} consecutive blocks, each missing {100 * miss:.0f} % "
-                        f"of it in L2" + (f" ({measured[1]})" if measured else ""))
+                        f"of it in L2" + (f" ({b_loss[1]})" if b_loss else ""))
 
 
 def dirty_at_end(read_bytes: float, write_bytes: float, held_bytes: float, partial: bool,
