@@ -30,7 +30,9 @@ def build(device: str = "h200", out: Path | None = None, progress: bool = True) 
         raise SystemExit(f"no recorded measurements under {DATA_DIR / dev.key}: run `perfmodel validate` "
                          "on a GPU first")
     table = compare(dev.key, data, progress=progress)
-    table.to_csv(folder / "comparison.csv", index=False)
+    # every row (the study pages' CSVs hold them split by study), gzipped: the tree travels to the GPU
+    table.to_csv(folder / "comparison.csv.gz", index=False, compression={"method": "gzip", "mtime": 0})
+    (folder / "comparison.csv").unlink(missing_ok=True)
     summ = summary(table)
     summ.to_csv(folder / "summary.csv", index=False)
     ceil = ceilings(dev)
@@ -184,7 +186,7 @@ table{{border-collapse:collapse}} tr{{border-bottom:1px solid #ddd}}</style></he
 <h1>perfmodel on {html.escape(dev.name)}</h1>
 <p>Every prediction of the analytical model beside the recorded measurement: Nsight Compute counters,
 CUDA-event times and the driver's occupancy API. Rebuild with <code>perfmodel report</code>.</p>
-<p><b>{html.escape(headline)}</b> Per case: <a href="{rel}/comparison.csv">comparison.csv</a>.</p>
+<p><b>{html.escape(headline)}</b> Per case: <a href="{rel}/comparison.csv.gz">comparison.csv.gz</a>.</p>
 <p><img src="{rel}/scatter_all.png" width="420" alt="all predictions against measurements"></p>
 <h2>Counters</h2>{counters}
 <p><small>Kinds in the tables: <i>counter-l1</i> exact L1 counts; <i>counter-merged</i> the L2 slices'

@@ -26,7 +26,7 @@ SOURCES = {"occupancy": (None, False), "coalescing": (("coalescing",), False), "
 
 def study_rows(table: pd.DataFrame, study: str) -> pd.DataFrame:
     """A study page's rows of the comparison table: its studies' rows; occupancy's: every case's
-    occupancy rows; latency and streams compare extras, not suite cases: none (comparison.csv holds all)."""
+    occupancy rows; latency and streams compare extras, not suite cases: none (comparison.csv.gz holds all)."""
     wanted = SOURCES[study][0]
     if wanted is None:
         return table[table.kind == "occupancy"]
