@@ -354,7 +354,8 @@ def _b_replay(data, folder: Path, page: Page) -> str:
     labels = [short_case_id(c) for c in t.case_id]
     page.figures.append(("B band replayed", figures.bars(
         labels, {"linear share / ncu": list(rule),
-                 "model (TILE 16: its own curve; others: another shape's schedule replayed) / ncu": list(borrowed),
+                 "model (TILE 16, COARSE 4 and 8: own curves; others: another shape's schedule replayed) / ncu":
+                 list(borrowed),
                  "own recorded schedule replayed / ncu": list(rep)},
         folder / "matmul_b_replay.png", "DRAM reads of tiled and coarsened matmuls with B of 20-64 MiB over ncu's: "
         "the model's linear share, and each launch's recorded schedule replayed", "predicted / measured")))
@@ -372,8 +373,9 @@ def _b_replay(data, folder: Path, page: Page) -> str:
             " partition, fabric crossings) within 31 % past 28 MiB (perfmodel.l2replay). It misses where the"
             f" H200 loses lines the replay keeps: TILE 16 with B of 45-48 MiB finds {times:.1f}x"
             " ncu's home hits after crossing. The model replays the schedule recorded at another shape of the"
-            " same kernel (the largest) - for TILE 32 and COARSE; TILE 16 it reads off its own measured curve"
-            f" (perfmodel.b_curve, below): {100 * (borrowed - 1).abs().mean():.0f} % off on these, "
+            " same kernel (the largest) - for TILE 32, COARSE 1 and 2; TILE 16 (perfmodel.b_curve) and COARSE 4"
+            " and 8 (perfmodel.coarse_curve) it reads off their own measured curves, below:"
+            f" {100 * (borrowed - 1).abs().mean():.0f} % off on these, "
             f"{100 * held.replay.abs().mean():.0f} % on the held-out sets' {len(held)} never placed where the linear"
             f" share is {100 * held.rule.abs().mean():.0f} % (experiments/study_b_replay.py).")
 
