@@ -46,8 +46,8 @@ JUMP_FROM_BYTES, JUMP_TO_BYTES = 40 << 20, 47 << 20  # where a shape's jump may 
 
 def points(device: str = "h200", folder: str = CURVES) -> pd.DataFrame:
     """One row per recorded shape: case, tile, coarse, m, n, k, share (`straddle_share`), b_bytes, group_bytes
-    (`models.dram.group_bytes`), allocations, read_bytes (their median), spread ((max - min) / median) and
-    loss (B's per re-read)."""
+    (`models.dram.group_bytes`), streams (`models.dram.matmul_b_streams`), allocations, read_bytes (their
+    median), spread ((max - min) / median) and loss (B's per re-read)."""
     from .models.dram import b_loss_from_reads, group_bytes, matmul_b_streams
     from .suite.registry import get
 
@@ -62,11 +62,11 @@ def points(device: str = "h200", folder: str = CURVES) -> pd.DataFrame:
         a_bytes = 4 * p["m"] * p["k"]
         rows.append(dict(case=case, tile=p["tile"], coarse=p.get("coarse", 1), m=p["m"], n=p["n"], k=p["k"],
                          share=straddle_share(p["tile"], p["n"]), b_bytes=b_bytes,
-                         group_bytes=group_bytes(dev, launch, p), allocations=len(g),
+                         group_bytes=group_bytes(dev, launch, p), streams=streams, allocations=len(g),
                          read_bytes=read, spread=(g.read_bytes.max() - g.read_bytes.min()) / read,
                          loss=b_loss_from_reads(read, a_bytes, b_bytes, streams)))
-    cols = ["case", "tile", "coarse", "m", "n", "k", "share", "b_bytes", "group_bytes", "allocations", "read_bytes",
-            "spread", "loss"]
+    cols = ["case", "tile", "coarse", "m", "n", "k", "share", "b_bytes", "group_bytes", "streams", "allocations",
+            "read_bytes", "spread", "loss"]
     return pd.DataFrame(rows, columns=cols).sort_values(["case", "tile", "coarse", "share", "b_bytes"],
                                                         ignore_index=True)
 

@@ -11,6 +11,14 @@ strips of one group's block rows, which grow with k and with fewer blocks a row.
 which the model reads. Measured with B's pitch on the line; a COARSE C block's row segment crosses a line
 at one end in C, so the pitch is left out.
 
+At one B the loss also rises with m - the groups that re-read B (b_curve_coarse_rows, m from 768 to 5120 at
+k = 2048, card GPU-1cf4cd8e): COARSE 4 at 26 MiB 0.19-0.20 up to m = 1024, 0.24 at 1536-2048, 0.26-0.28 past;
+COARSE 8 at 22 MiB 0.17 at m = 768, 0.28-0.31 from 2560 - as if the first re-reads were spared (a fit of
+1 - c / (streams - 1): c = 1.3 and 0.47). Read into the curve and the prediction, that moved the held-out
+band rows from 5.3 to 5.0 % off for COARSE 4 and from 4.3 to 4.7 % for COARSE 8, with fewer of them within
+5 % (24 to 21, 24 to 22): not taken. Off the line (a quarter of B's segments across) COARSE 8 loses less
+than aligned there (0.12-0.24 against 0.17-0.31), COARSE 4 about as much.
+
 Not TILE 32, COARSE 1 or 2: their curves over the same footprint missed the suite's and held-out sets'
 shapes by 10-42 % (the schedule replay, perfmodel.l2replay, by 5-14 %) - more of their lines are split
 between two blocks, and where a block row's segments straddle lines the loss grows with it."""
@@ -27,6 +35,7 @@ from .devices import DeviceSpec
 from .memory import Launch
 
 FOLDER = "b_curve_coarse"  # COARSE 8 below 24 MiB and COARSE 4, each at three or two families
+ROWS = "b_curve_coarse_rows"  # m swept at one B (experiments/b_coarse_rows_specs.txt): a check, not read
 OWN = (4, 8)  # the coarsenings that read their own curve
 CASE = "matmul.coarsened"
 
