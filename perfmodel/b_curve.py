@@ -71,9 +71,14 @@ def points(device: str = "h200", folder: str = CURVES) -> pd.DataFrame:
                                                         ignore_index=True)
 
 
+def folders_points(device: str, *folders: str) -> pd.DataFrame:
+    """`points` over the recorded folders, each row with its folder."""
+    return pd.concat([points(device, f).assign(folder=f) for f in folders], ignore_index=True)
+
+
 def tile16_points(device: str, *folders: str) -> pd.DataFrame:
-    """`points` of TILE 16 over the recorded folders, each row with its folder."""
-    pts = pd.concat([points(device, f).assign(folder=f) for f in folders], ignore_index=True)
+    """`folders_points` of TILE 16."""
+    pts = folders_points(device, *folders)
     return pts[(pts.case == "matmul.tiled") & (pts.tile == SWEPT_TILE)]
 
 

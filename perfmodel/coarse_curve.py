@@ -30,7 +30,7 @@ import functools
 import numpy as np
 import pandas as pd
 
-from .b_curve import CURVES, FAMILY, points
+from .b_curve import CURVES, FAMILY, folders_points
 from .devices import DeviceSpec
 from .memory import Launch
 
@@ -42,7 +42,7 @@ CASE = "matmul.coarsened"
 
 def coarse_points(device: str) -> pd.DataFrame:
     """`points` of COARSE 4 and 8 over both folders (the aligned families), each row with its folder."""
-    pts = pd.concat([points(device, f).assign(folder=f) for f in (CURVES, FOLDER)], ignore_index=True)
+    pts = folders_points(device, CURVES, FOLDER)
     return pts[(pts.case == CASE) & pts.coarse.isin(OWN) & (pts.share == 0)]
 
 

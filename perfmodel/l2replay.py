@@ -253,6 +253,18 @@ def predicted_read_bytes(case: str, params: dict[str, int], grid: tuple[int, int
                  "(l2replay)")
 
 
+def replayed_alone(case: str, params: dict[str, int], device: str = "h200") -> float | None:
+    """`predicted_read_bytes` at the case's own grid and residency: the replay alone, without models.dram's
+    split lines or the kernels' own curves; None where it has no schedule."""
+    from .models import predict
+    from .suite.registry import get
+
+    kc = get(case)
+    p = kc.bind(**params)
+    got = predicted_read_bytes(case, p, kc.launch(p).grid, predict(case, device, **p).resident_blocks, device)
+    return None if got is None else got[0]
+
+
 NCU = {"dram_read_bytes": "dram__bytes_read.sum",
        "near_miss_sectors": "lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum",
        "crossing_sectors": "lts__t_sectors_srcunit_ltcfabric_op_read.sum",

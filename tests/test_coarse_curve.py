@@ -82,8 +82,7 @@ def test_coarse_curves_out_of_sample():
     curves, run 20261202T163437Z on card GPU-4f7da538): DRAM reads 14 of 20 within 5 %, 4.0 % off on average
     (the model before, replay and linear rule: 12, 6.3 %); on the 12 the replay covers, 6.1 % off against the
     replay's 10.8 %. Left: COARSE 4 at 3732 x 2660 x 2551 (25.9 MiB) -24 %, which the replay missed as well."""
-    from perfmodel.l2replay import predicted_read_bytes
-    from perfmodel.suite.registry import get
+    from perfmodel.l2replay import replayed_alone
 
     d = compare_holdout("h200_holdout38")
     if d.empty:
@@ -92,10 +91,8 @@ def test_coarse_curves_out_of_sample():
     assert len(r) == 20 and (r.rel_error.abs() <= 0.05).sum() == 14 and r.rel_error.abs().mean() < 0.045
     replay, curve = [], []
     for x in r.itertuples():
-        p = get(x.case).bind(**json.loads(x.params))
-        resident = perfmodel.predict(x.case, "h200", **p).resident_blocks
-        if (got := predicted_read_bytes(x.case, p, get(x.case).launch(p).grid, resident)) is not None:
-            replay.append(abs(got[0] / x.measured - 1))
+        if (got := replayed_alone(x.case, json.loads(x.params))) is not None:
+            replay.append(abs(got / x.measured - 1))
             curve.append(abs(x.rel_error))
     assert len(replay) == 12 and np.mean(curve) < 0.07 < 0.10 < np.mean(replay)
     worst = r.loc[r.rel_error.abs().idxmax()]

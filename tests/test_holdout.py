@@ -114,14 +114,10 @@ def _set_number(name: str) -> int:
 
 
 def _replay_alone(case: str, params: dict[str, int], measured: float) -> float:
-    """The replay's DRAM reads (l2replay.predicted_read_bytes, without models.dram's split lines) at the
-    case's own grid and residency, against `measured`, as a fraction."""
-    from perfmodel.l2replay import predicted_read_bytes
-    from perfmodel.suite.registry import get
+    """The replay alone (l2replay.replayed_alone) against `measured`, as a fraction."""
+    from perfmodel.l2replay import replayed_alone
 
-    p = get(case).bind(**params)
-    resident = perfmodel.predict(case, "h200", **p).resident_blocks
-    return predicted_read_bytes(case, p, get(case).launch(p).grid, resident)[0] / measured - 1
+    return replayed_alone(case, params) / measured - 1
 
 
 def test_eight_writers_lost_at_their_span_out_of_sample():

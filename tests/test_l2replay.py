@@ -187,8 +187,7 @@ def test_borrowed_schedules_beside_their_own():
     points; -43 % at 36 MiB, -33 % at 31 MiB): its misses there are the replay's L2, not the schedule.
     COARSE 4's own replay 11-23 % more than the borrowed (COARSE 2's): 9 % off ncu on average at its four
     shapes, the borrowed 13 % - one kernel's blocks each holding 4 B tiles drift apart otherwise than 2's."""
-    from perfmodel.l2replay import predicted_read_bytes, schedule_pairs
-    from perfmodel.models import predict
+    from perfmodel.l2replay import replayed_alone, schedule_pairs
     from perfmodel.suite.registry import get
 
     d = schedule_pairs("h200", "schedule_pairs_borrowed")
@@ -199,8 +198,7 @@ def test_borrowed_schedules_beside_their_own():
     assert len(own) == 7
     for cid, row in own.iterrows():
         p = kc.bind(**{k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", cid)})
-        resident = predict("matmul.coarsened", "h200", **p).resident_blocks
-        lent = predicted_read_bytes("matmul.coarsened", p, kc.launch(p).grid, resident)[0]
+        lent = replayed_alone("matmul.coarsened", p)
         if p["coarse"] == 1:
             assert abs(row.own - lent) / row.ncu < 0.03, cid
         else:
