@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from .cache import on_disk
 from .devices import DeviceSpec
@@ -216,18 +217,21 @@ def _loaded_latency(data, dev: DeviceSpec) -> dict[str, object]:
                                       + f" streams up to {read[-1][0] / 1e12:.2f} TB/s")}
 
 
-def _ncu_read_curve(data, case: str, point) -> tuple[tuple[tuple[float, float], ...], list[str]]:
+def _ncu_read_curve(data, case: str, point, draws=None) -> tuple[tuple[tuple[float, float], ...], list[str]]:
     """A curve from ncu's DRAM reads of a case's launches (median per case): `point(params, bytes)`
     gives each one's (x, y), or None to leave it out; a y measured twice at one x is their median.
+    `draws`: more launches of the case (case_id, params, value), each one y of its own (`_allocation_draws`).
     Returns the curve sorted by x, and the cases used."""
     sel = data[(data.case == case) & (data.source == "ncu") & (data.metric == "dram__bytes_read.sum")]
     reads = sel.groupby(["case_id", "params"]).value.median().reset_index()
+    if draws is not None and len(draws):
+        reads = pd.concat([reads, draws[["case_id", "params", "value"]]], ignore_index=True)
     pts: dict[float, list[float]] = {}
     cases = []
     for cid, params, value in zip(reads.case_id, reads.params, reads.value, strict=True):
         if (xy := point(json.loads(params), float(value))) is not None:
             pts.setdefault(float(xy[0]), []).append(xy[1])
-            cases.append(cid)
+            cases.append(cid)  # a draw's id tags its case's with "@call#allocation"
     return tuple(sorted((x, float(np.median(y))) for x, y in pts.items())), sorted(cases)
 
 
@@ -260,27 +264,45 @@ def _lost_per_pass(passes: int, p: dict, read: float) -> tuple[float, float] | N
     return size, min(max((read / size - 1) / (passes - 1), 0.0), 1.0)
 
 
+def _allocation_draws(device_key: str, case: str):
+    """`case`'s launches in the allocation sweeps (perfmodel.allocation: the same launch behind pads of
+    0-130 MiB), one draw per allocation: case_id (tagged with its call and allocation), params and value
+    (its two launches' mean DRAM reads)."""
+    from .allocation import allocations
+
+    a = allocations(device_key)
+    a = a[a.case == case]
+    return pd.DataFrame({"case_id": [f"{c}@{call}#{j}" for j, (c, call) in enumerate(zip(a.case_id, a.call,
+                                                                                         strict=True))],
+                         "params": [json.dumps(json.loads(q), separators=(",", ":")) for q in a.params],
+                         "value": a.read_bytes.to_numpy()})
+
+
 def _l2_retention(data, case: str = "probe.l2_read", key: str = "l2_retention",
-                  what: str = "a re-read buffer") -> dict[str, object]:
+                  what: str = "a re-read buffer", draws=None) -> dict[str, object]:
     """`case` over buffers of several sizes, several passes each, under ncu: the share of the buffer
     read from DRAM again on each pass after the first, by the buffer's size - one curve per pass
     count, the main one at RETENTION_PASSES (probe.l2_read_shared: its launches with readers changing,
-    mult != 1; mult = 1 is the stream again, a control)."""
+    mult != 1; mult = 1 is the stream again, a control). `draws`: the same launches in other allocations,
+    each a y of its own at its size (where the arrays lie moves a band size's count by up to 10 %)."""
     by_passes: dict[int, tuple] = {}
     used: list[str] = []
     for n in sorted({json.loads(q).get("passes", 1) for q in data[data.case == case].params} - {1}):
-        curve, cases = _ncu_read_curve(data, case, functools.partial(_lost_per_pass, n))
+        curve, cases = _ncu_read_curve(data, case, functools.partial(_lost_per_pass, n), draws)
         if len(curve) >= 2:  # a count at one size is no curve (20 passes: the L2 bandwidth probe at 32 MiB)
             by_passes[n], used = curve, used + cases
     curve = by_passes.pop(RETENTION_PASSES, ())
     if len(curve) < 4:
         return {}
+    pooled = sum("@" in c for c in used)
+    used = sorted({c.split("@")[0] for c in used})
     half = float(np.interp(0.5, [y for _, y in curve], [x for x, _ in curve]))
     return {key: curve, f"{key}_passes": tuple(sorted(by_passes.items())), f"{key}_probe": Ceiling(
         f"L2 retention: footprint of {what} that loses half of it between passes ({RETENTION_PASSES} passes)",
         half, "B", f"measured: {case} under ncu at {len(curve)} sizes, "
         f"{int(curve[0][0]) >> 20}-{int(curve[-1][0]) >> 20} MiB"
-        + (f"; also at {', '.join(str(n) for n in sorted(by_passes))} passes" if by_passes else ""),
+        + (f"; also at {', '.join(str(n) for n in sorted(by_passes))} passes" if by_passes else "")
+        + (f"; pooled with {pooled} allocations of the same launches (perfmodel.allocation)" if pooled else ""),
         tuple(sorted(used)))}
 
 
@@ -558,7 +580,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
         if (m := measured("probe.blocks", lambda c, p, t: p["blocks"] / t if p["blocks"] >= 1 << 18 else None)):
             extra["blocks_per_s"] = Ceiling("thread blocks launched and retired", m[0], "1/s", f"measured: {m[1]}")
         extra.update(_loaded_latency(data, dev))
-        extra.update(_l2_retention(data))
+        extra.update(_l2_retention(data, draws=_allocation_draws(dev.key, "probe.l2_read")))
         extra.update(_l2_retention(data, "probe.l2_read_shared", "l2_shared_retention",
                                    "a buffer each line of which another SM reads on each pass"))
         extra.update(_l2_retention(data, "probe.l2_read_split", "l2_split_retention",
