@@ -83,8 +83,7 @@ def test_held_out_tile16_follows_its_own_curve():
     shapes at random, 18 of them with B past 20 MiB): 8 of those 18 within 5 %, 11.8 % off (the stream,
     before pooling: 6, 12.6 %) - closer at 27-35 MiB, but its three shapes at 40.7-41.2 MiB had already
     jumped (-38..-40 %, the test below). Set 39 (a random draw over every family) added one: 1645 x 4228 x
-    2980 at 48 MiB, +6.9 % (the
-    stream 2.8 % off)."""
+    2980 at 48 MiB, +6.9 % (the stream 2.8 % off)."""
     import tomllib
     from pathlib import Path
 
