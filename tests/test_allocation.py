@@ -81,12 +81,13 @@ def test_a_band_prediction_says_its_dram_reads_hang_on_the_pages():
 
 
 def test_the_read_streams_curve_is_not_tile_16s_gap():
-    """probe.l2_read (4 passes) at 40-54 MiB allocated ten times each (card GPU-c35d742e): its loss per pass
-    moves at most 6.5 points between allocations (52 MiB 0.54-0.59), and the retention curve the model reads
-    (the suite's runs) lies within 5.5 points of the allocations' median at every size - so TILE 16's +61 % at
-    2048 x 5120 when the model read that curve at 4/3 of B (53 MiB) was the mapping's, not the curve's (TILE 16
-    now reads its own, perfmodel.b_curve)."""
-    from perfmodel.ceilings import ceilings
+    """probe.l2_read (4 passes) allocated ten times a size: at 40-54 MiB (card GPU-c35d742e) and at 36-56 MiB
+    (GPU-507cf182), its loss per pass moves at most 6.5 points between allocations (52 MiB 0.54-0.59), and the
+    suite's own runs of it lie within 5.5 points of the allocations' median at every size - so TILE 16's +61 %
+    at 2048 x 5120 when the model read that curve at 4/3 of B (53 MiB) was the mapping's, not the curve's (TILE
+    16 now reads its own, perfmodel.b_curve). The model's curve pools both (`ceilings._l2_retention`)."""
+    from perfmodel.ceilings import _at, _l2_retention, ceilings
+    from perfmodel.measurements import load
 
     a = allocations("h200")
     a = a[a.case.eq("probe.l2_read")].copy()
@@ -96,6 +97,8 @@ def test_the_read_streams_curve_is_not_tile_16s_gap():
     a["bytes"] = [4 * q["n"] for q in p]
     a["loss"] = (a.read_bytes - a.bytes) / ((p.map(lambda q: q["passes"]) - 1) * a.bytes)
     g = a.groupby("bytes").loss
-    assert len(g) == 6 and (g.max() - g.min()).max() < 0.065
+    assert len(g) == 13 and a.card.nunique() == 2 and (g.max() - g.min()).max() < 0.065
+    suite = _l2_retention(load("h200"))["l2_retention"]
+    assert all(abs(_at(suite, b) - m) < 0.055 for b, m in g.median().items())
     curve = ceilings("h200")
-    assert all(abs(curve.l2_loss(b) - m) < 0.055 for b, m in g.median().items())
+    assert all(abs(curve.l2_loss(b) - m) < 0.01 for b, m in g.median().items())
