@@ -217,7 +217,8 @@ def _loaded_latency(data, dev: DeviceSpec) -> dict[str, object]:
                                       + f" streams up to {read[-1][0] / 1e12:.2f} TB/s")}
 
 
-def _ncu_read_curve(data, case: str, point, draws=None) -> tuple[tuple[tuple[float, float], ...], list[str]]:
+def _ncu_read_curve(data, case: str, point,
+                    draws: pd.DataFrame | None = None) -> tuple[tuple[tuple[float, float], ...], list[str]]:
     """A curve from ncu's DRAM reads of a case's launches (median per case): `point(params, bytes)`
     gives each one's (x, y), or None to leave it out; a y measured twice at one x is their median.
     `draws`: more launches of the case (case_id, params, value), each one y of its own (`_allocation_draws`).
@@ -264,7 +265,7 @@ def _lost_per_pass(passes: int, p: dict, read: float) -> tuple[float, float] | N
     return size, min(max((read / size - 1) / (passes - 1), 0.0), 1.0)
 
 
-def _allocation_draws(device_key: str, case: str):
+def _allocation_draws(device_key: str, case: str) -> pd.DataFrame:
     """`case`'s launches in the allocation sweeps (perfmodel.allocation: the same launch behind pads of
     0-130 MiB), one draw per allocation: case_id (tagged with its call and allocation), params and value
     (its two launches' mean DRAM reads)."""
@@ -279,7 +280,7 @@ def _allocation_draws(device_key: str, case: str):
 
 
 def _l2_retention(data, case: str = "probe.l2_read", key: str = "l2_retention",
-                  what: str = "a re-read buffer", draws=None) -> dict[str, object]:
+                  what: str = "a re-read buffer", draws: pd.DataFrame | None = None) -> dict[str, object]:
     """`case` over buffers of several sizes, several passes each, under ncu: the share of the buffer
     read from DRAM again on each pass after the first, by the buffer's size - one curve per pass
     count, the main one at RETENTION_PASSES (probe.l2_read_shared: its launches with readers changing,

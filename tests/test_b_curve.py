@@ -77,8 +77,8 @@ def test_the_pitch_line_between_the_measured_shares():
 def test_held_out_tile16_follows_its_own_curve():
     """Held-out TILE 16 with B of 20-60 MiB. The 35 rows of sets drawn before the curve was measured (none at
     m = k = 1920): 24 within 5 % and 5.7 % off on average with TILE 16's own curve (scaled by k and B's pitch),
-    where the read stream at 4/3 of B puts 16 within 5 % and 11.3 % off (15 and 12.4 % before its band
-    points pooled the allocation sweep's draws: the margin was 0.46x, now 0.51x); worst 1125 x 2122 x 3893
+    where the read stream at 4/3 of B puts 12 within 5 % and 13.0 % off (15 and 12.4 % before its band
+    points pooled the allocation sweeps' draws); worst 1125 x 2122 x 3893
     +18 % and 3534 x 2163 x 3755 -27 % (k past 3700). Set 35, drawn and frozen with the curve (20 TILE 16
     shapes at random, 18 of them with B past 20 MiB): 8 of those 18 within 5 %, 11.8 % off (the stream,
     before pooling: 6, 12.6 %) - closer at 27-35 MiB, but its three shapes at 40.7-41.2 MiB had already
@@ -109,7 +109,7 @@ def test_held_out_tile16_follows_its_own_curve():
     early, late_rows = t[~t.late], t[t.late]
     assert len(early) == 35 and len(late_rows) == 19
     assert (early.own <= 0.05).sum() >= 24 and early.own.mean() < 0.06 and early.own.max() < 0.28, early
-    assert early.own.mean() < 0.55 * early.stream.mean() and (early.own <= 0.05).sum() > (early.stream <= 0.05).sum()
+    assert early.own.mean() < 0.5 * early.stream.mean() and (early.own <= 0.05).sum() > (early.stream <= 0.05).sum()
     assert (late_rows.own <= 0.05).sum() >= 8 and late_rows.own.mean() < 0.12, late_rows
     assert late_rows.own.mean() < late_rows.stream.mean() and late_rows.own.max() < 0.41
 
