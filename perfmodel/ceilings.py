@@ -232,7 +232,7 @@ def _ncu_read_curve(data, case: str, point,
     for cid, params, value in zip(reads.case_id, reads.params, reads.value, strict=True):
         if (xy := point(json.loads(params), float(value))) is not None:
             pts.setdefault(float(xy[0]), []).append(xy[1])
-            cases.append(cid)  # a draw's id tags its case's with "@call#allocation"
+            cases.append(cid)  # a draw's id tags its case's with "@call"
     return tuple(sorted((x, float(np.median(y))) for x, y in pts.items())), sorted(cases)
 
 
@@ -267,16 +267,13 @@ def _lost_per_pass(passes: int, p: dict, read: float) -> tuple[float, float] | N
 
 def _allocation_draws(device_key: str, case: str) -> pd.DataFrame:
     """`case`'s launches in the allocation sweeps (perfmodel.allocation: the same launch behind pads of
-    0-130 MiB), one draw per allocation: case_id (tagged with its call and allocation), params and value
+    0-130 MiB), one draw per allocation: case_id (tagged with its call), params and value
     (its two launches' mean DRAM reads)."""
     from .allocation import allocations
 
     a = allocations(device_key)
     a = a[a.case == case]
-    return pd.DataFrame({"case_id": [f"{c}@{call}#{j}" for j, (c, call) in enumerate(zip(a.case_id, a.call,
-                                                                                         strict=True))],
-                         "params": [json.dumps(json.loads(q), separators=(",", ":")) for q in a.params],
-                         "value": a.read_bytes.to_numpy()})
+    return pd.DataFrame({"case_id": a.case_id + "@" + a.call, "params": a.params, "value": a.read_bytes})
 
 
 def _l2_retention(data, case: str = "probe.l2_read", key: str = "l2_retention",

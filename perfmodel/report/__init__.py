@@ -16,7 +16,13 @@ from ..validate import compare, summary
 from . import figures, gaps, studies
 
 REPORTS = ROOT / "reports"
-GZIP = {"method": "gzip", "mtime": 0}  # the same bytes for the same rows: regenerating leaves git nothing to commit
+
+
+def write_gzipped(table: pd.DataFrame, folder: Path, name: str) -> None:
+    """`table` as folder/name.csv.gz (mtime 0: the same bytes for the same rows, so regenerating leaves git
+    nothing to commit), replacing a plain name.csv: the tree travels to the GPU, under 64 MiB."""
+    table.to_csv(folder / f"{name}.csv.gz", index=False, compression={"method": "gzip", "mtime": 0})
+    (folder / f"{name}.csv").unlink(missing_ok=True)
 
 
 def build(device: str = "h200", out: Path | None = None, progress: bool = True) -> Path:
@@ -31,9 +37,7 @@ def build(device: str = "h200", out: Path | None = None, progress: bool = True) 
         raise SystemExit(f"no recorded measurements under {DATA_DIR / dev.key}: run `perfmodel validate` "
                          "on a GPU first")
     table = compare(dev.key, data, progress=progress)
-    # every row (the study pages' CSVs hold them split by study), gzipped: the tree travels to the GPU
-    table.to_csv(folder / "comparison.csv.gz", index=False, compression=GZIP)
-    (folder / "comparison.csv").unlink(missing_ok=True)
+    write_gzipped(table, folder, "comparison")  # every row (the study pages' CSVs hold them split by study)
     summ = summary(table)
     summ.to_csv(folder / "summary.csv", index=False)
     ceil = ceilings(dev)
@@ -116,8 +120,7 @@ def _holdout(name: str, device: str, folder: Path) -> str:
     t = compare_holdout(name, device)
     if not len(t):
         return ""
-    t.to_csv(folder / f"{name}.csv.gz", index=False, compression=GZIP)  # forty sets: 6 MB plain, 0.6 gzipped
-    (folder / f"{name}.csv").unlink(missing_ok=True)
+    write_gzipped(t, folder, name)  # forty sets: 6 MB plain, 0.6 gzipped
     header, preds = frozen(name, device)
     runs = load(device, HOLDOUT_DIR / name).drop_duplicates("run_id")
     failed = sorted(set(preds) - set(t.case_id))

@@ -11,7 +11,7 @@ import pandas as pd
 from ..b_curve import CURVES, FAMILY, JUMP, PITCH, SHAPES, SWEPT_TILE, k_exponent, loss_at, tile16_points
 from ..devices import DeviceSpec
 from . import figures
-from .page import Page, param
+from .page import Page, b_band_rows, param
 
 RAMP_MIB = (30, 42)  # where the families lie on one curve (past it each jumps at its own size)
 BAND_FROM_BYTES = 20 << 20  # the suite rows counted: B from 20 MiB to the whole L2 (tests/test_recorded_h200.py)
@@ -41,9 +41,8 @@ def b_curve_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, page: Pa
     lockstep = jump[(jump.k == 2560) & (jump.m == 2048)]
     checks = pts[~pts.family.str.endswith("(the model's)") & pts.mib.between(*RAMP_MIB) & (pts.folder != JUMP)]
     off = (checks.model - checks.loss).abs()
-    band = table[(table.case == "matmul.tiled") & (table.metric == "dram_read_bytes") & (table.kind == "counter")]
-    b_bytes = 4 * param(band, "k") * param(band, "n")
-    band = band[param(band, "tile").eq(SWEPT_TILE) & b_bytes.between(BAND_FROM_BYTES, dev.l2_bytes)]
+    band = b_band_rows(table, "matmul.tiled", BAND_FROM_BYTES, dev.l2_bytes)
+    band = band[param(band, "tile").eq(SWEPT_TILE)]
     return (f" TILE 16's own B curve (figure 'TILE 16's own B curve'; experiments/b_curve.sh): TILE 16 at m = k ="
             f" {FAMILY[0]}, a shape in no suite or held-out set, with B from {pts.mib.min():.0f} to"
             f" {pts.mib.max():.0f} MiB, each size allocated a few times under ncu (the median counts). The larger"

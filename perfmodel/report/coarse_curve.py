@@ -12,7 +12,7 @@ from ..b_curve import FAMILY
 from ..coarse_curve import OWN, _curve, coarse_points
 from ..devices import DeviceSpec
 from . import figures
-from .page import Page, param
+from .page import Page, b_band_rows, param
 
 
 def coarse_curve_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, page: Page) -> str:
@@ -31,9 +31,8 @@ def coarse_curve_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, pag
         pts, "mib", "loss", "family", folder / "matmul_coarse_curve.png",
         "COARSE 4 and 8: share of B lost per re-read (median over allocations)",
         "B and one group's A strips (MiB)", "share lost per re-read", overlays=tuple(overlays))))
-    band = table[(table.case == "matmul.coarsened") & (table.metric == "dram_read_bytes") & (table.kind == "counter")]
-    b_bytes = 4 * param(band, "k") * param(band, "n")
-    band = band[param(band, "coarse").isin(OWN) & b_bytes.between(16 << 20, dev.l2_bytes)]
+    band = b_band_rows(table, "matmul.coarsened", 16 << 20, dev.l2_bytes)
+    band = band[param(band, "coarse").isin(OWN)]
     at24 = pts[(pts.coarse == 8) & (pts.m == FAMILY[0]) & (pts.b_bytes.between(23.5 * 2**20, 24.5 * 2**20))]
     return (" COARSE 4 and 8's own B curves (figure 'COARSE 4 and 8's own B curves'; experiments/b_curve.sh,"
             f" b_coarse_specs.txt): m = k = {FAMILY[0]} with B from {pts.b_bytes.min() / 2**20:.0f} to"

@@ -50,6 +50,12 @@ def param(df: pd.DataFrame, key: str) -> pd.Series:
     return df.params.map(lambda s: json.loads(s).get(key))
 
 
+def b_band_rows(table: pd.DataFrame, case: str, from_bytes: float, to_bytes: float) -> pd.DataFrame:
+    """A matmul case's DRAM-read counter rows with B (k x n floats) from `from_bytes` to `to_bytes`."""
+    rows = table[(table.case == case) & (table.metric == "dram_read_bytes") & (table.kind == "counter")]
+    return rows[(4 * param(rows, "k") * param(rows, "n")).between(from_bytes, to_bytes)]
+
+
 def accuracy(table: pd.DataFrame, study: str) -> str:
     t = table[table.study == study]
     parts = []
