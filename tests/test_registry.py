@@ -76,6 +76,11 @@ def test_launches_that_cannot_run_are_refused_by_name():
         perfmodel.predict("probe.launch", "h200", threads=4096)
     with pytest.raises(PerfModelError, match=r"shared memory per block \(static \+ dynamic\) = 300000"):
         perfmodel.predict("probe.read", "h200", smem_per_block=300000)
+    with pytest.raises(PerfModelError, match=r"grid.y = 65536 violates the limit: at most 65535 .*maxGridSize\[1\]"):
+        perfmodel.predict("matmul.tiled", "h200", m=65536 * 16, n=16, k=16, tile=16)
+    perfmodel.predict("matmul.tiled", "h200", m=65535 * 16, n=16, k=16, tile=16)  # the last grid row that runs
+    with pytest.raises(PerfModelError, match=r"bytes of its arrays = 160000000000 .*140.4 GiB.*totalGlobalMem"):
+        perfmodel.predict("probe.copy", "h200", n=40_000_000_000)
 
 
 def test_parameters_without_a_compiled_kernel_are_refused_by_name():

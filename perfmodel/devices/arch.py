@@ -39,6 +39,8 @@ class ArchFacts:
     warp_schedulers: int = 4  # per SM, each issues one warp instruction per cycle
     dram_granule_bytes: int = 32  # smallest DRAM read (the H200 reads 64-byte sector pairs)
     l2_partitions: int = 1  # halves joined by a fabric (GA100, GH100, GB100): an SM's near half fills first
+    max_grid: tuple[int, int, int] = (2**31 - 1, 65535, 65535)  # cudaDeviceProp.maxGridSize since cc 3.0
+    max_block: tuple[int, int, int] = (1024, 1024, 64)  # cudaDeviceProp.maxThreadsDim
 
     @property
     def compute_capability(self) -> str:

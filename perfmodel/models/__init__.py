@@ -20,7 +20,7 @@ from ..coresidency import first_wave, placements_of
 from ..coresidency import law as coresidency_law
 from ..devices import DeviceSpec
 from ..devices import device as lookup
-from ..errors import PerfModelError
+from ..errors import LimitError, PerfModelError
 from ..l2replay import predicted_read_bytes
 from ..measurements import load
 from ..memory import analyse
@@ -97,8 +97,9 @@ def naive_roofline_time(case_name: str, device: str | DeviceSpec = "h200", **par
     return max(case.flops(p) / peak, (r + w) / dev.dram_bandwidth_bytes_per_s)
 
 
-def _launch(case, p: dict[str, int]):
-    """The case's launch, or a PerfModelError naming the parameters that leave it empty."""
+def _launch(case, p: dict[str, int], dev: DeviceSpec | None = None):
+    """The case's launch, or a PerfModelError naming the parameters that leave it empty; on `dev`, a
+    LimitError where it could not launch there (`launch_limits`)."""
     zeros = sorted(k for k, v in p.items() if v == 0)
     try:
         launch = case.launch(p)
@@ -107,7 +108,27 @@ def _launch(case, p: dict[str, int]):
     if min(*launch.grid, *launch.block) < 1:
         raise PerfModelError(f"{case.name}: grid {launch.grid} x block {launch.block} has an empty dimension "
                              f"(parameters {', '.join(f'{k} = 0' for k in zeros) or p})")
+    if dev is not None:
+        launch_limits(dev, case, p, launch)
     return launch
+
+
+def launch_limits(dev: DeviceSpec, case, p: dict[str, int], launch) -> None:
+    """LimitError where the launch could not run on `dev`: a grid or block dimension past cudaDeviceProp's
+    maxGridSize / maxThreadsDim, or arrays larger than its global memory (the larger of the compulsory
+    reads and writes: what the arrays hold at the least, however they alias)."""
+    checks = [("grid", launch.grid, dev.arch.max_grid)]
+    if launch.threads_per_block <= dev.max_threads_per_block:  # past it, occupancy names the threads per block
+        checks.append(("block", launch.block, dev.arch.max_block))
+    for what, dims, limits in checks:
+        for axis, n, most in zip("xyz", dims, limits, strict=True):
+            if n > most:
+                raise LimitError(f"{case.name}: {what}.{axis}", n, f"at most {most} on {dev.name} "
+                                 f"({'maxGridSize' if what == 'grid' else 'maxThreadsDim'}[{'xyz'.index(axis)}])")
+    held = max(case.compulsory_bytes(p))
+    if dev.dram_bytes and held > dev.dram_bytes:
+        raise LimitError(f"{case.name}: bytes of its arrays", held, f"at most {dev.dram_bytes} "
+                         f"({dev.dram_bytes / 2**30:.1f} GiB) of global memory on {dev.name} (totalGlobalMem)")
 
 
 def predict(case_name: str, device: str | DeviceSpec = "h200", **params: int) -> Prediction:
@@ -169,7 +190,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
 
     case = get(case_name)
     p = dict(items)
-    launch = _launch(case, p)
+    launch = _launch(case, p, dev)
     accesses = case.accesses(p)
     occ, known = case_occupancy(dev, case, p, launch)
     regs = occ.registers_per_thread

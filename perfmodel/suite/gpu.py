@@ -87,6 +87,8 @@ def device_properties(device: Any = None) -> dict[str, Any]:
         "clockRate": get("CLOCK_RATE"), "memoryClockRate": get("MEMORY_CLOCK_RATE"),
         "memoryBusWidth": get("GLOBAL_MEMORY_BUS_WIDTH"),
         "maxBlocksPerMultiProcessor": get("MAX_BLOCKS_PER_MULTIPROCESSOR"),
+        "maxGridSize": [get(f"MAX_GRID_DIM_{a}") for a in "XYZ"],
+        "maxThreadsDim": [get(f"MAX_BLOCK_DIM_{a}") for a in "XYZ"],
         "driverVersion": drv.get_driver_version(),
     }
 

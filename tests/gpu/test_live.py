@@ -58,11 +58,15 @@ def test_device_properties_match_the_data_file():
     _gpu_or_skip()
     import perfmodel
     from perfmodel.devices import DeviceSpec
+    from perfmodel.suite.gpu import device_properties
 
     live = DeviceSpec.from_pycuda()
     if "H200" not in live.name:
         pytest.skip(f"not an H200: {live.name}")
     ref = perfmodel.device("h200")
+    props = device_properties()  # the launch limits the model refuses past (models.launch_limits)
+    assert tuple(props["maxGridSize"]) == ref.arch.max_grid
+    assert tuple(props["maxThreadsDim"]) == ref.arch.max_block
     for field in ("sm_count", "max_threads_per_sm", "registers_per_sm", "smem_per_sm_bytes",
                   "smem_per_block_optin_bytes", "reserved_smem_per_block_bytes", "l2_bytes"):
         assert getattr(live, field) == getattr(ref, field), field
