@@ -4,7 +4,8 @@
 #   source .gpu/setup.sh && OUT=$OUT bash experiments/address_sweep.sh
 # SPECS overrides the groups ("case:params:matmul shapes:sizes n" each), e.g. the read stream at 48-54 MiB:
 #   SPECS="probe.l2_read:passes=4::12582912 13107200 13631488 14155776"
-# ALLOCS: allocations per shape (default 10); FOLDER: the folder under $OUT (default address). Recorded as
+# ALLOCS: allocations per shape (default 10); FOLDER: the folder under $OUT (default address); METRICS: ncu's
+# metrics, comma-separated (default dram__bytes_read.sum, the one perfmodel.allocation reads). Recorded as
 # reports/data/h200/checks/<FOLDER>/<utc in card.csv>/ with its ncu-*.csv gzipped (gzip -9; read as they are).
 set -u
 export PYTHONUNBUFFERED=1
@@ -25,7 +26,7 @@ for spec in "${GROUPS_[@]}"; do
 p = dict(kv.split('=') for kv in sys.argv[2].split(',') if kv); print(c.entry(c.bind(**{k: int(v) for k, v in p.items()})))" \
       "$case" "$params")
   # shellcheck disable=SC2086
-  ncu --clock-control none --metrics dram__bytes_read.sum --csv --page raw --print-units base -k "regex:^${entry}$" \
+  ncu --clock-control none --metrics "${METRICS:-dram__bytes_read.sum}" --csv --page raw --print-units base -k "regex:^${entry}$" \
       --log-file "$OUT/ncu-$i.csv" python3 experiments/address_probe.py --out "$OUT" --case "$case" --params "$params" \
       --allocations "${ALLOCS:-10}" ${shapes:+--shapes $shapes} ${sizes:+--sizes $sizes} > "$OUT/log-$i.txt" 2>&1 || echo "$case $params failed: see log-$i.txt"
   tail -n 1 "$OUT/log-$i.txt"
