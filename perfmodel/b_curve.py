@@ -18,7 +18,16 @@ k = 2560 (n = 4200: 4.0 block rows in flight, 1056 resident blocks over 262.5 a 
 k = 1536-3328 lose 0.42-0.58, more the more block rows the grid has (m = 1024-4096: 0.67-0.85); held-out set
 35's three shapes at 40.7-41.2 MiB (pitch off the line, 3.6-4.1 rows in flight) lost 0.79-0.80, the model
 0.43-0.47. Not the rows in flight alone: aligned, 3, 3.5, 4, 4.5 and 5 rows in flight at 41 MiB lose
-0.42-0.49 (ROWS)."""
+0.42-0.49 (ROWS).
+
+Nor B and the rows in flight together (2026-12-02, m = 1536, three allocations a shape, cards GPU-4c919a5b,
+GPU-512e915e, GPU-93dfdd23): at 45 MiB TILE 16 either keeps to the curve (0.55-0.60 lost) or has jumped
+(0.73-0.83), and which is a property of the shape, not of the allocation - in B_K, n = 4192-4608 (3.67-4.03
+rows in flight) jumped and n = 4720-5120 (3.30-3.58) did not, but in WINDOW n = 4560 and 4336 (3.70 and
+3.90 rows) kept to it at 45 MiB, n = 4336 even at 48 (0.60, the curve 0.94); in FINE every k from 2512
+to 2608 at n = 4608 jumped, and every n from 4544 to 4672 at k = 2560 except n = 4560 (0.63). The same
+shapes under ncu's six-metric replay (b_curve_l2) came out higher (n = 4560 and 4336: 0.64-0.77): the
+state is bistable, and the curve, which jumps past 45.5 MiB, is the lower branch."""
 
 from __future__ import annotations
 
@@ -38,6 +47,10 @@ PITCH = "b_curve_pitch"  # the same family with B's pitch off the line: the curv
 SHAPES = "b_curve_shapes"  # other m and k, aligned: checks, not read by the model
 JUMP = "b_curve_jump"  # k and m swept at 39-43.5 MiB (experiments/b_jump_specs.txt): where the loss jumps, not read
 ROWS = "b_curve_rows"  # 3-5 block rows in flight at 41 and 43.5 MiB, aligned (experiments/b_rows_specs.txt): not read
+# m = 1536, aligned, not read: k at 42 and 45 MiB (B_K); rows in flight x B at 42-48 MiB (WINDOW,
+# experiments/b_window_specs.txt); k and n in steps of 8 and 16 about the suite's 1536 x 4608 x 2560 (FINE,
+# experiments/b_pitch_fine_specs.txt)
+B_K, WINDOW, FINE = "b_curve_k", "b_curve_window", "b_curve_pitch_fine"
 SWEPT_TILE = 16
 RAMP_BYTES = (30 << 20, 42 << 20)  # where the families lie on one curve once scaled by k
 JUMPED_BYTES = 46 << 20  # by where each family has jumped towards all of B (at its own size, 43-49 MiB)
@@ -149,6 +162,7 @@ def tile16_loss(device: str, n: int, k: int, b_bytes: float) -> tuple[float, str
                   + (f", {100 * share:.0f} % of its B row segments across a line" if share else "")
                   + (f", scaled to k = {k}" if k != FAMILY[1] else "")
                   + f" (perfmodel.b_curve, m = k = {FAMILY[0]})"
-                  + ("; caution: from 40 to 47 MiB TILE 16 jumps towards losing all of B at a size of its own shape"
-                     " (k, m, B's pitch) the model does not know - held out, the model up to 40 % short"
+                  + ("; caution: from 40 to 47 MiB TILE 16 may have jumped towards losing all of B - two states, which"
+                     " one set by its shape (not by B and the rows in flight alone) in a way the model does not"
+                     " know; held out, the model up to 40 % short"
                      if JUMP_FROM_BYTES <= b_bytes <= JUMP_TO_BYTES else ""))

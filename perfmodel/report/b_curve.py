@@ -8,7 +8,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..b_curve import CURVES, FAMILY, JUMP, PITCH, SHAPES, SWEPT_TILE, k_exponent, loss_at, tile16_points
+from ..b_curve import (
+    B_K,
+    CURVES,
+    FAMILY,
+    FINE,
+    JUMP,
+    PITCH,
+    SHAPES,
+    SWEPT_TILE,
+    WINDOW,
+    k_exponent,
+    loss_at,
+    tile16_points,
+)
 from ..devices import DeviceSpec
 from . import figures
 from .page import Page, b_band_rows, param
@@ -62,4 +75,24 @@ def b_curve_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, page: Pa
                f"{jump[jump.k != 2560].loss.max():.2f} (the model {lockstep.model.iloc[0]:.2f}), the more the more"
                f" block rows the grid has ({jump[jump.k == 2560].loss.min():.2f}-{jump[jump.k == 2560].loss.max():.2f}"
                " at m = 1024-4096); with B's pitch on the line 3-5 rows in flight lose alike (b_curve_rows)."
-               if len(lockstep) else ""))
+               if len(lockstep) else "") + _branches(dev))
+
+
+def _branches(dev: DeviceSpec) -> str:
+    """A sentence on the two states at 45 MiB (b_curve.B_K, WINDOW, FINE: m = 1536); empty where unrecorded."""
+    at45 = tile16_points(dev.key, B_K, WINDOW)
+    at45 = at45[(at45.m == 1536) & (at45.b_bytes / 2**20).between(44.5, 45.5)]
+    fine = tile16_points(dev.key, FINE)
+    if at45.empty or fine.empty:
+        return ""
+    at45 = at45.groupby(["n", "k"], as_index=False).loss.median()  # the sweeps share 1536 x 5120 x 2304
+    jumped, kept = at45[at45.loss > 0.7], at45[at45.loss < 0.61]
+    rows = 16896 / kept.n  # 1056 resident blocks over n / 16 a row
+    at_4608 = fine[fine.n == 4608]
+    return (" Nor by B and the rows in flight together (m = 1536; b_curve_k, b_curve_window, b_curve_pitch_fine):"
+            f" at 45 MiB {len(jumped)} shapes had jumped ({jumped.loss.min():.2f}-{jumped.loss.max():.2f} lost) and"
+            f" {len(kept)} kept to the curve ({kept.loss.min():.2f}-{kept.loss.max():.2f}; the model"
+            f" {loss_at(dev.key, 0.0, 45 * 2**20, 2560):.2f}), among them n = 4336 and 4560 between jumped shapes in"
+            f" rows in flight ({rows.min():.2f}-{rows.max():.2f} kept); at n = 4608 every k from {at_4608.k.min()} to"
+            f" {at_4608.k.max()} jumped ({at_4608.loss.min():.2f}-{at_4608.loss.max():.2f}) - two states, the same at"
+            " every allocation, which one a property of the shape the model does not know.")
