@@ -1072,3 +1072,22 @@ def test_latency_bound_streams_wait_for_block_refills(comparison):
         latency = next(x for x in perfmodel.predict(r.case, "h200", **json.loads(r.params)).breakdown
                        if x.name == "latency")
         assert "block refills" in latency.note
+
+
+def test_the_data_file_is_what_the_driver_reported():
+    """Every recorded run's cudaDeviceProp values (device.json, from the driver) equal the H200 data file's -
+    global memory too, which the model's launch limits read (it said 150754820096 bytes until 2026-12-02;
+    the driver reports 150109880320)."""
+    from perfmodel.devices.spec import PROPERTY_FIELDS
+    from perfmodel.measurements import DATA_DIR
+
+    ref = device("h200")
+    runs = sorted((DATA_DIR / "h200").glob("run-*-device.json"))
+    assert len(runs) >= 20
+    for run in runs:
+        props = json.loads(run.read_text())["properties"]
+        for prop, field in PROPERTY_FIELDS.items():
+            if prop in props:
+                assert int(props[prop]) == getattr(ref, field), (run.name, prop)
+        if "maxGridSize" in props:
+            assert tuple(props["maxGridSize"]) == ref.arch.max_grid
