@@ -1078,16 +1078,22 @@ def test_the_data_file_is_what_the_driver_reported():
     """Every recorded run's cudaDeviceProp values (device.json, from the driver) equal the H200 data file's -
     global memory too, which the model's launch limits read (it said 150754820096 bytes until 2026-12-02;
     the driver reports 150109880320)."""
+    from perfmodel.devices import DeviceSpec
     from perfmodel.devices.spec import PROPERTY_FIELDS
+    from perfmodel.holdout import HOLDOUT_DIR
     from perfmodel.measurements import DATA_DIR
 
     ref = device("h200")
-    runs = sorted((DATA_DIR / "h200").glob("run-*-device.json"))
-    assert len(runs) >= 20
+    runs = sorted((DATA_DIR / "h200").glob("run-*-device.json")) + sorted(HOLDOUT_DIR.glob("*/h200/run-*-device.json"))
+    assert len(runs) >= 100
+    limits = 0
     for run in runs:
         props = json.loads(run.read_text())["properties"]
-        for prop, field in PROPERTY_FIELDS.items():
-            if prop in props:
-                assert int(props[prop]) == getattr(ref, field), (run.name, prop)
-        if "maxGridSize" in props:
+        live = DeviceSpec.from_properties(props)
+        for field in PROPERTY_FIELDS.values():
+            assert getattr(live, field) == getattr(ref, field), (run.name, field)
+        if "maxGridSize" in props:  # recorded since 2026-12-02 (held-out set 42)
+            limits += 1
             assert tuple(props["maxGridSize"]) == ref.arch.max_grid
+            assert tuple(props["maxThreadsDim"]) == ref.arch.max_block
+    assert limits >= 1

@@ -121,10 +121,10 @@ def launch_limits(dev: DeviceSpec, case, p: dict[str, int], launch) -> None:
     if launch.threads_per_block <= dev.max_threads_per_block:  # past it, occupancy names the threads per block
         checks.append(("block", launch.block, dev.arch.max_block))
     for what, dims, limits in checks:
-        for axis, n, most in zip("xyz", dims, limits, strict=True):
+        for i, (n, most) in enumerate(zip(dims, limits, strict=True)):
             if n > most:
-                raise LimitError(f"{case.name}: {what}.{axis}", n, f"at most {most} on {dev.name} "
-                                 f"({'maxGridSize' if what == 'grid' else 'maxThreadsDim'}[{'xyz'.index(axis)}])")
+                raise LimitError(f"{case.name}: {what}.{'xyz'[i]}", n, f"at most {most} on {dev.name} "
+                                 f"({'maxGridSize' if what == 'grid' else 'maxThreadsDim'}[{i}])")
     held = max(case.compulsory_bytes(p))
     if dev.dram_bytes and held > dev.dram_bytes:
         raise LimitError(f"{case.name}: bytes of its arrays", held, f"at most {dev.dram_bytes} "

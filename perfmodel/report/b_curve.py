@@ -23,6 +23,8 @@ from ..b_curve import (
     tile16_points,
 )
 from ..devices import DeviceSpec
+from ..models import case_occupancy
+from ..suite.registry import get
 from . import figures
 from .page import Page, b_band_rows, param
 
@@ -87,8 +89,8 @@ def _branches(dev: DeviceSpec) -> str:
         return ""
     at45 = at45.groupby(["n", "k"], as_index=False).loss.median()  # the sweeps share 1536 x 5120 x 2304
     jumped, kept = at45[at45.loss > 0.7], at45[at45.loss < 0.61]
-    resident = dev.sm_count * (dev.max_threads_per_sm // SWEPT_TILE**2)  # blocks of TILE 16 at once: 1056
-    rows = resident / (kept.n / SWEPT_TILE)
+    occ, _ = case_occupancy(dev, get("matmul.tiled"), get("matmul.tiled").bind(m=1536, tile=SWEPT_TILE))
+    rows = occ.blocks_per_sm * dev.sm_count / (kept.n / SWEPT_TILE)  # resident blocks over a row's
     at_4608 = fine[fine.n == 4608]
     return (" Nor by B and the rows in flight together (m = 1536; b_curve_k, b_curve_window, b_curve_pitch_fine):"
             f" at 45 MiB {len(jumped)} shapes had jumped ({jumped.loss.min():.2f}-{jumped.loss.max():.2f} lost) and"
