@@ -212,6 +212,9 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     order = store_spread(dev.key) if case.sync_after_loads else None
     pass_loss = functools.partial(ceil.l2_loss, readers=case.rereaders(p))
     b_loss = own_loss(dev, case_name, launch, p, pass_loss) if case.model == "matmul" else None
+    # a warp's store instructions sharing lines: what L2 would see were all combined (a bound, and the
+    # warp-seams law's reach)
+    merge = store_merge_shares(accesses, launch) if l1.store_requests else (1.0, 1.0)
     below = below_l1(dev, accesses, launch, l1, compulsory, resident, case.model, p, pass_loss,
                      l1_share, varying, ceil.store_combining, coresidency_law(dev.key),
                      ceil.partial_law.lost if ceil.partial_law else None,
@@ -224,7 +227,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                      placements_of(dev.key, case_name, p) if placed else (), b_loss,
                      # two blocks an SM reading one tile pool in rounds: which tiles meet in L1 is
                      # their drift apart, as their recorded round clocks give it
-                     replayed_hit_share(dev.key, case_name, p, l1_share * blocks_per_sm))
+                     replayed_hit_share(dev.key, case_name, p, l1_share * blocks_per_sm), merge)
     dram, req = below.dram, below.requests
     if b_loss is None and (replayed := predicted_read_bytes(case_name, p, launch.grid, resident, dev.key)) is not None:
         # B between the L2 partitions: the recorded schedule replayed, not the linear share; where B's
@@ -310,8 +313,8 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
             terms.append(added)
             time_s += added.time_s
     bounds = {}
-    if not req.merged:
-        lines, sectors = store_merge_shares(accesses, launch)
+    if not req.merged and req.kept == 1.0:  # no law says how many L1 combines: the two bounds
+        lines, sectors = merge
         if lines < 1.0:
             bounds = {"l2_write_requests_combined": req.writes * lines,
                       "l2_write_sectors_combined": below.l2_write_bytes / 32 * sectors}

@@ -1,11 +1,20 @@
 """Stores L1 combines before they reach L2, where warps of one block write the same sectors.
 
-Two patterns, each with a share measured against the launch's length (StoreCombining, in the ceilings): a
+Three patterns, each with a share measured against the launch's length (StoreCombining, in the ceilings): a
 block's warps writing 4-byte pieces of the same lines after a load each (probe.piece_store, lines
 adjacent; probe.piece_spread, lines apart), and neighbouring warps of a block sharing the sector at
 the seam of their contiguous stores (mem.global_store shifted by 4 bytes). The shorter the launch,
 the more in step a block's warps store, and the more L1 combines: under one wave (a block alone on
-its SM) the most."""
+its SM) the most.
+
+The third is one warp's: its consecutive store instructions meeting in a sector (matmul.coarsened's C
+stores 128 bytes apart, at n off a multiple of 8). L1 combines a share of those seams that depends on the
+run of stores - the kernel's code - not on the launch's length: 106 ragged shapes of 24 held-out sets,
+measured before this law, combined 0.65-0.76 (median 0.73), 0.36-0.41 (0.38) and 0.28-0.30 (0.29) of the
+seams at C = 2, 4 and 8 whatever m, n, k and the waves (0.7-23). Read off plan h200_warp_seams per run
+length (WARP_SEAMS_RUNS: 0.747, 0.369, 0.294 on 2026-12-03), held flat. Why the run sets it is not known:
+in the SASS the last store follows a predicated EXIT at every C; the others issue back to back or 1-2
+instructions apart."""
 
 from __future__ import annotations
 
@@ -18,7 +27,12 @@ from ..memory import Access, Launch
 from ..memory.coalescing import LINE_BYTES, SECTOR_BYTES
 from ..memory.pattern import addresses
 
-PIECES, PIECES_SPREAD, SEAMS = "pieces", "pieces_spread", "seams"
+PIECES, PIECES_SPREAD, SEAMS, WARP_SEAMS = "pieces", "pieces_spread", "seams", "warp_seams"
+
+
+def warp_seams(run: int) -> str:
+    """The pattern of a warp's `run` consecutive store instructions whose seams share sectors."""
+    return f"{WARP_SEAMS}_{run}"
 
 
 @dataclass(frozen=True)
@@ -58,12 +72,23 @@ def seam_sectors(accesses: list[Access], launch: Launch) -> float:
     return total * launch.blocks
 
 
-def combined(pattern: str, share: float, store_sectors: int, store_lines: int, seams: float = 0.0) -> Combined:
+def store_run(accesses: list[Access], launch: Launch) -> int:
+    """How many store instructions a warp issues in a row: the trips of the global stores' loops (the
+    longest, where several store)."""
+    return max((math.prod(launch.loops.get(v, 1) for v in a.loops) for a in _stores(accesses)), default=0)
+
+
+def combined(pattern: str, share: float, store_sectors: int, store_lines: int, seams: float = 0.0,
+             merge: tuple[float, float] = (1.0, 1.0)) -> Combined:
     """The shares L1 passes on where it combines `share` of what the pattern makes combinable: every
-    piece (PIECES, PIECES_SPREAD), or the seam sectors (SEAMS: one sector and one (store, line) pair
-    of the two warps' each)."""
+    piece (PIECES, PIECES_SPREAD), the seam sectors (SEAMS: one sector and one (store, line) pair
+    of the two warps' each), or what a warp's own stores share (WARP_SEAMS: `merge`, the (lines,
+    sectors) left were all combined, models.l1.store_merge_shares)."""
     if pattern == SEAMS:
         return Combined(pattern, 1 - share * seams / max(store_sectors, 1), 1 - share * seams / max(store_lines, 1))
+    if pattern.startswith(WARP_SEAMS):
+        lines, sectors = merge
+        return Combined(pattern, 1 - share * (1 - sectors), 1 - share * (1 - lines))
     return Combined(pattern, 1 - share, 1 - share)
 
 
@@ -84,21 +109,25 @@ class StoreCombining:
 
 
 def store_combined(law: StoreCombining | None, accesses: list[Access], launch: Launch, store_sectors: int,
-                   store_lines: int, waves: float, pieces: bool) -> Combined | None:
+                   store_lines: int, waves: float, pieces: bool,
+                   merge: tuple[float, float] = (1.0, 1.0)) -> Combined | None:
     """What L1 passes on of a kernel's stores (None: all of it): the pieces law where a block's warps
     write pieces of the same lines (`pieces`: traffic.l1_combines), the seams law where neighbouring
-    warps' contiguous stores meet in a sector."""
+    warps' contiguous stores meet in a sector, else the warp-seams law of the kernel's run of stores
+    where a warp's own stores share lines (`merge` < 1: models.l1.store_merge_shares)."""
     if law is None or not store_sectors:
         return None
     seams = 0.0
     if pieces:
         pattern = PIECES if lines_adjacent(accesses, launch) else PIECES_SPREAD
+    elif (seams := seam_sectors(accesses, launch)):
+        pattern = SEAMS
+    elif min(merge) < 1.0:
+        pattern = warp_seams(store_run(accesses, launch))
     else:
-        seams, pattern = seam_sectors(accesses, launch), SEAMS
-        if not seams:
-            return None
+        return None
     share = law.share(pattern, waves)
-    return combined(pattern, share, store_sectors, store_lines, seams) if share else None
+    return combined(pattern, share, store_sectors, store_lines, seams, merge) if share else None
 
 
 # the piece probes' sizes, 1-128 Mi threads, and 5-7 Mi (plan h200_combine_step) where the share falls
@@ -113,6 +142,11 @@ CALIBRATION = (
     (SEAMS, "mem.global_store", {"offset": 4, "stride": 1, "width": 4},
      (1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 23, 1 << 25, 1 << 27)),
 )
+# a warp's runs of 2, 4 and 8 stores (plan experiments/plans/h200_warp_seams.toml: COARSE 2, 4, 8 at m = k =
+# 1920, n off a multiple of 8 by 1, 4, 6 and 5 - a family in neither the suite nor a held-out set)
+WARP_SEAMS_RUNS = (2, 4, 8)
+CALIBRATION += tuple((warp_seams(c), "matmul.coarsened", {"m": 1920, "k": 1920, "tile": 32, "coarse": c},
+                      (1921, 1924, 1926, 3845)) for c in WARP_SEAMS_RUNS)
 
 
 def observed(ncu, pattern: str, case: str, params: dict[str, int]) -> tuple[float, float] | None:
@@ -121,15 +155,21 @@ def observed(ncu, pattern: str, case: str, params: dict[str, int]) -> tuple[floa
     the pattern makes combinable; None where ncu did not count it."""
     from ..suite.plan import case_id
     from ..suite.registry import get
-    from .l1 import case_l1
+    from .l1 import case_l1, store_merge_shares
 
     got = ncu[ncu.case_id.eq(case_id(case, params))].groupby("metric").value.median()
     if not {"lts__t_sectors_srcunit_tex_op_write.sum", "launch__waves_per_multiprocessor"} <= set(got.index):
         return None
     kc = get(case)
     l1 = case_l1(kc, params)
+    accesses, launch = kc.accesses(params), kc.launch(params)
     stored = l1.store_sectors - got["lts__t_sectors_srcunit_tex_op_write.sum"]
-    combinable = seam_sectors(kc.accesses(params), kc.launch(params)) if pattern == SEAMS else l1.store_sectors
+    if pattern == SEAMS:
+        combinable = seam_sectors(accesses, launch)
+    elif pattern.startswith(WARP_SEAMS):
+        combinable = l1.store_sectors * (1 - store_merge_shares(accesses, launch)[1])
+    else:
+        combinable = l1.store_sectors
     return float(got["launch__waves_per_multiprocessor"]), float(max(0.0, stored / combinable))
 
 
@@ -149,7 +189,11 @@ def calibrate(data) -> StoreCombining | None:
                 cases.append(case_id(case, p))
         if len(points) >= 2:
             points.sort()
-            curves.append((pattern, tuple(w for w, _ in points), tuple(s for _, s in points)))
+            shares = [s for _, s in points]
+            if pattern.startswith(WARP_SEAMS):  # the code's, not the launch's length: their median, flat
+                shares = [float(np.median(shares))] * len(shares)
+            curves.append((pattern, tuple(w for w, _ in points), tuple(shares)))
     if not curves:
         return None
-    return StoreCombining(tuple(curves), f"measured: {len(cases)} launches of plan h200_combine ({', '.join(cases)})")
+    return StoreCombining(tuple(curves), f"measured: {len(cases)} launches of plans h200_combine and "
+                                         f"h200_warp_seams ({', '.join(cases)})")

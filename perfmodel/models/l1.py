@@ -214,8 +214,9 @@ def l1_windowed_sectors(accesses: list[Access], launch: Launch, per_block: float
 def store_merge_shares(accesses: list[Access], launch: Launch, row_budget: int = 1_000_000) -> tuple[float, float]:
     """(lines, sectors) the stores reach L2 with where L1 combines all of a warp's store instructions
     of one loop into each line, over those sent one instruction at a time: the lower bound of L2's
-    write requests and sectors (H200, coarsened matmul's C stores at ragged n: L2 counts 5-7 % fewer
-    sectors and 9-22 % fewer requests than L1 sends, between the two bounds - timing decides)."""
+    write requests and sectors (H200, coarsened matmul's C stores at ragged n: L2 counts 2-7 % fewer
+    sectors and 9-22 % fewer requests than L1 sends; how much of the way to this bound L1 goes is the
+    warp-seams law's share, models.combining)."""
     sent, combined = np.zeros(2), np.zeros(2)
     for a in global_accesses(accesses, launch, store=True):
         classes = _class_addresses(a, launch, row_budget) if _loop_values(a, launch)[1] >= 2 else None

@@ -23,7 +23,7 @@ from ..devices import DeviceSpec
 from ..memory import Access, Launch
 from ..memory.coalescing import SECTOR_BYTES
 from ..memory.pattern import BLOCK_VARS, _Bound
-from .combining import SEAMS, StoreCombining, store_combined
+from .combining import SEAMS, WARP_SEAMS, StoreCombining, store_combined
 from .dram import DramEstimate, dram_traffic
 from .l1 import L1Traffic, block_sent_sectors, block_unique_chunks, global_accesses, l1_windowed_sectors
 from .placed import placed_hits, settled
@@ -211,13 +211,14 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
              partial_lost: Callable[[float], float] | None = None,
              store_spread_blocks: np.ndarray | None = None, first_waves: tuple[np.ndarray, ...] = (),
              placements: tuple[Placement, ...] = (), b_loss: tuple[float, str] | None = None,
-             replayed_hit_share: float | None = None) -> Traffic:
+             replayed_hit_share: float | None = None, store_merge: tuple[float, float] = (1.0, 1.0)) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block; `varying_sectors`:
     the exact L1 sectors of the loads that differ by block, which the sampled reuse scales), less what
     co-resident blocks share in L1 - the `replayed_hit_share` of them where the launch's round clocks
     were recorded (the barrier probes), else as its recorded `placements` met, else by the pooled
     `coresidency` law. Writes: every store sector, less what L1 combines (`combining`: the measured
-    share against the launch's waves), or per block and line for load-free kernels. DRAM:
+    share against the launch's waves, or of a warp's run of stores where they share lines -
+    `store_merge`, models.l1.store_merge_shares), or per block and line for load-free kernels. DRAM:
     compulsory bytes (or, with no closed form, the distinct DRAM granules read), read-modify-writes
     for sectors written in part past L2's capacity (`partial_lost`: the device's measured share lost
     by the traffic between two writers, whose store order spreads by `store_spread_blocks` where
@@ -294,14 +295,15 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     near = dev.l2_partition_bytes  # what L2 holds before first writes cost fills
     waves = launch.blocks / max(resident_blocks, 1)
     same_lines = l1_combines(l1, launch)
-    comb = (store_combined(combining, accesses, launch, l1.store_sectors, l1.store_lines, waves, same_lines)
-            if l1.load_requests else None)
+    comb = (store_combined(combining, accesses, launch, l1.store_sectors, l1.store_lines, waves, same_lines,
+                           store_merge) if l1.load_requests else None)
     req = l2_requests(l1, l2_read, written, shape.partial_share if partial else 0.0, sum(compulsory), near,
                       l1.load_requests > 0, comb.request_share if comb else 1.0)
     l2_write = int(l1.store_sectors * (comb.sector_share if comb else 1.0)) * SECTOR_BYTES
     if comb:
-        what = ("the block's warps write the same lines" if comb.pattern != SEAMS else
-                "neighbouring warps' stores meet in a sector")
+        what = ("neighbouring warps' stores meet in a sector" if comb.pattern == SEAMS else
+                "a warp's consecutive stores meet in sectors" if comb.pattern.startswith(WARP_SEAMS) else
+                "the block's warps write the same lines")
         notes.append(f"{what}: L1 combines {100 * (1 - comb.sector_share):.1f} % of the store sectors at "
                      f"{waves:.2g} waves ({comb.pattern} law, measured against "
                      "the launch's waves: models.combining)")

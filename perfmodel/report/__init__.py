@@ -197,8 +197,9 @@ CUDA-event times and the driver's occupancy API. Rebuild with <code>perfmodel re
 <h2>Counters</h2>{counters}
 <p><small>Kinds in the tables: <i>counter-l1</i> exact L1 counts; <i>counter-merged</i> the L2 slices'
 read count, which is lower than what the L1s request where SMs ask for the same sectors at once, and
-L2 writes where a warp's consecutive stores share lines that L1 may combine (the prediction: sent one
-store at a time; the lower bound, all combined, is in the prediction's notes);
+L2 writes where a warp's consecutive stores share lines that L1 may combine and no law is measured for
+its run of stores (the prediction: sent one store at a time; the lower bound, all combined, is in the
+prediction's notes - coarsened matmul's runs of 2, 4 and 8 stores follow the warp-seams law instead);
 <i>counter-writeback</i> DRAM writes during the kernel, as ncu counts them (lines left dirty in L2 leave
 later; ncu's own setup leaves ~2.4 MB dirty that the kernel pushes out, measured on a read stream that
 writes nothing and added to the prediction here; the <i>dram_write_bytes</i> rows add what the next flush

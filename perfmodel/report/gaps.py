@@ -31,8 +31,10 @@ REASONS: list[tuple[str, str, str]] = [
                                                     "no hits are predicted, +5..+10 %"),
     ("warp_instructions", "probe.", "the SASS-region fit counts loops by their memory instructions: the FMA/DFMA "
                                     "probes' compute loops hold none and go uncounted (their time is the FP pipe's)"),
-    ("l2_write_", "matmul.coarsened", "a warp's consecutive C stores share lines: L1 combines some, at times - "
-                                      "L2 counts between the prediction and the all-combined bound (tested)"),
+    ("l2_write_", "matmul.coarsened", "a warp's C stores meet in a sector where its rows start off one: L1 combines "
+                                      "0.75, 0.37 and 0.29 of those seams at C = 2, 4, 8 (the warp-seams law, "
+                                      "models.combining, read off plan h200_warp_seams; the requests a little "
+                                      "less than the sectors)"),
     ("l2_read_sectors", "", "the L2 slices merge requests for one sector that arrive together: the prediction "
                             "(what the L1s request) is an upper bound"),
     ("l2_write_", "mem.global_store", "L1 combines neighbouring warps' seam sectors at the share measured "
