@@ -131,11 +131,22 @@ def _curve_loss(device_key: str, share: float, b_bytes: float) -> float | None:
     curves = _curves(device_key)
     if not curves or b_bytes > curves[0][1][-1]:
         return None
-    (_, x0, y0), (wide, x1, y1) = curves[0], curves[-1]
-    loss = float(np.interp(b_bytes, x0, y0, left=0.0))
-    if share and wide:
+    return between_pitches(curves[0][1:], curves[-1], share, b_bytes)
+
+
+Curve = tuple[tuple[float, ...], tuple[float, ...]]  # (x, loss)
+
+
+def between_pitches(aligned: Curve, widest: tuple[float, *Curve] | None, share: float, at: float) -> float:
+    """A loss curve at `at` (its x: B or a group's bytes) for `share` of B's row segments across a line: the
+    aligned curve (x, loss) times how much the widest measured share's curve (share, x, loss) loses more or
+    less there (their ratio), in proportion to the share; below the aligned curve's first point none."""
+    (x0, y0) = aligned
+    loss = float(np.interp(at, x0, y0, left=0.0))
+    if share and widest and widest[0]:
+        wide, x1, y1 = widest
         ratio = np.array(y1) / np.maximum(np.interp(x1, x0, y0), 1e-3)
-        loss = min(1.0, loss * (1 + min(1.0, share / wide) * (float(np.interp(b_bytes, x1, ratio)) - 1)))
+        loss = min(1.0, loss * (1 + min(1.0, share / wide) * (float(np.interp(at, x1, ratio)) - 1)))
     return loss
 
 

@@ -19,6 +19,15 @@ band rows from 5.3 to 5.0 % off for COARSE 4 and from 4.3 to 4.7 % for COARSE 8,
 5 % (24 to 21, 24 to 22): not taken. Off the line (a quarter of B's segments across) COARSE 8 loses less
 than aligned there (0.12-0.24 against 0.17-0.31), COARSE 4 about as much.
 
+Off the line, measured (2026-12-03, PITCH: m = k = 1920 with n one more, 31 of 32 rows' segments across a
+line, four allocations a size, card GPU-f6a51f5f): COARSE 8 loses less than aligned from its onset to where
+both have lost all of B - 0.47/0.69/0.81 against 0.65/0.80/0.98 at 28/30/32 MiB of footprint; COARSE 4 the
+same within ~0.03 past 24 MiB (0.7-0.9x below, where little is lost). COARSE 8 reads the aligned curve times
+the two curves' ratio in proportion to the share (b_curve.between_pitches, as TILE 16): its 29 held-out rows
+off the line in the band (sets measured before) 4.2 % off on average, bias -0.4 % (aligned curve: 4.7 %,
++3.8 %), 19 within 5 % (20). COARSE 4 with its own pitched curve went from 5.3 to 6.0 % (38 rows, 24 to 23
+within 5 %): not taken (PITCHED).
+
 Not TILE 32, COARSE 1 or 2: their curves over the same footprint missed the suite's and held-out sets'
 shapes by 10-42 % (the schedule replay, perfmodel.l2replay, by 5-14 %) - more of their lines are split
 between two blocks, and where a block row's segments straddle lines the loss grows with it."""
@@ -30,29 +39,36 @@ import functools
 import numpy as np
 import pandas as pd
 
-from .b_curve import CURVES, FAMILY, folders_points
+from .b_curve import CURVES, FAMILY, between_pitches, folders_points
 from .devices import DeviceSpec
 from .memory import Launch
+from .memory.coalescing import straddle_share
 
 FOLDER = "b_curve_coarse"  # COARSE 8 below 24 MiB and COARSE 4, each at three or two families
+PITCH = "b_curve_coarse_pitch"  # the m = k = 1920 family with n one more: B's pitch off the line
 ROWS = "b_curve_coarse_rows"  # m swept at one B (experiments/b_coarse_rows_specs.txt): a check, not read
 OWN = (4, 8)  # the coarsenings that read their own curve
+PITCHED = (8,)  # those that read it off the line too (COARSE 4's made held-out rows worse: module note)
 CASE = "matmul.coarsened"
 
 
-def coarse_points(device: str) -> pd.DataFrame:
-    """`points` of COARSE 4 and 8 over both folders (the aligned families), each row with its folder."""
-    pts = folders_points(device, CURVES, FOLDER)
-    return pts[(pts.case == CASE) & pts.coarse.isin(OWN) & (pts.share == 0)]
+def coarse_points(device: str, pitched: bool = False) -> pd.DataFrame:
+    """`points` of COARSE 4 and 8 over both folders (the aligned families), each row with its folder; or
+    (`pitched`) the PITCH family's, off the line."""
+    pts = folders_points(device, PITCH) if pitched else folders_points(device, CURVES, FOLDER)
+    pts = pts[(pts.case == CASE) & pts.coarse.isin(OWN)]
+    return pts[pts.share > 0] if pitched else pts[pts.share == 0]
 
 
 @functools.cache
-def _curve(device_key: str, coarse: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """(group bytes, loss) of the m = k = 1920 family, by footprint; a loss at least the one before (the
-    allocations scatter the points), at most 1 (all of B)."""
-    pts = coarse_points(device_key)
+def _curve(device_key: str, coarse: int, pitched: bool = False) -> tuple[float, tuple[float, ...], tuple[float, ...]]:
+    """(share, group bytes, loss) of the m = k = 1920 family, by footprint; a loss at least the one before
+    (the allocations scatter the points), at most 1 (all of B). Pitched: the off-line family (none where
+    not recorded)."""
+    pts = coarse_points(device_key, pitched)
     pts = pts[(pts.coarse == coarse) & (pts.m == FAMILY[0]) & (pts.k == FAMILY[1])].sort_values("group_bytes")
-    return tuple(pts.group_bytes.astype(float)), tuple(np.maximum.accumulate(pts.loss.clip(0, 1)))
+    return (float(pts.share.max()) if len(pts) else 0.0, tuple(pts.group_bytes.astype(float)),
+            tuple(np.maximum.accumulate(pts.loss.clip(0, 1))))
 
 
 def coarse_loss(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> tuple[float, str] | None:
@@ -62,10 +78,13 @@ def coarse_loss(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> tupl
 
     if params.get("tile") != 32 or params.get("coarse") not in OWN:
         return None
-    xs, ys = _curve(dev.key, params["coarse"])
+    _, xs, ys = _curve(dev.key, params["coarse"])
+    widest = _curve(dev.key, params["coarse"], pitched=True) if params["coarse"] in PITCHED else None
+    share = straddle_share(32, params["n"]) if widest and widest[1] else 0.0
     footprint = group_bytes(dev, launch, params)
-    loss = float(np.interp(footprint, xs, ys, left=0.0)) if xs else 1.0
+    loss = between_pitches((xs, ys), widest, share, footprint) if xs else 1.0
     if loss >= 1.0:  # all of B lost, and A in part: the schedule replay knows A's reuse (perfmodel.l2replay)
         return None
     return loss, (f"COARSE {params['coarse']}'s own measured loss at {footprint / 2**20:.0f} MiB of B and one group's "
-                  f"A strips (perfmodel.coarse_curve, m = k = {FAMILY[0]})")
+                  f"A strips" + (f", {100 * share:.0f} % of B's rows off the line" if share else "")
+                  + f" (perfmodel.coarse_curve, m = k = {FAMILY[0]})")
