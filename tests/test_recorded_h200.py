@@ -128,8 +128,11 @@ def test_dram_reads(comparison):
     assert band.sum() >= 15 and t[band].rel_error.abs().max() < 1.0, describe(t[band])
     # known gap (h200_shared): B's rows off the 128-byte lines - TILE 32 at n = 5112 loses 41 % of B per
     # re-read, not the 23 % of n = 5120 whose schedule the model borrows; the split-line factor takes the
-    # replay's -41 % to -14 %, and n = 4088, which lost only 9 % against 8 % at 4096, from +3 % to +36 %
-    ragged = band & (4 * param(t, "n") % 128 != 0) & t.case.eq("matmul.tiled")
+    # replay's -41 % to -14 %, and n = 4088, which lost only 9 % against 8 % at 4096, from +3 % to +36 %;
+    # coarsened at m = k = 1920, n = 3845 (plan h200_warp_seams, B 28 MiB, 31 of 32 rows off the line):
+    # COARSE 2 +28 % (the borrowed schedule and the split-line factor), COARSE 4 +6.7 %, COARSE 8 on its
+    # off-line curve within 1 %
+    ragged = band & (4 * param(t, "n") % 128 != 0) & t.case.isin(["matmul.tiled", "matmul.coarsened"])
     assert ragged.sum() >= 2 and t[ragged].rel_error.abs().max() < 0.5, describe(t[ragged])
     whole = t[band & ~ragged & ~(t.case.eq("matmul.tiled") & param(t, "tile").eq(16))]
     # COARSE 8 at 2048 x 3072 x 2048 -16.3 %: re-measured a day later it read 7-10 % more (h200_session_check);
