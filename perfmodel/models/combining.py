@@ -1,7 +1,7 @@
 """Stores L1 combines before they reach L2, where warps of one block write the same sectors.
 
-Three patterns, each with a share measured against the launch's length (StoreCombining, in the ceilings): a
-block's warps writing 4-byte pieces of the same lines after a load each (probe.piece_store, lines
+Three patterns, each with the share L1 combines measured (StoreCombining, in the ceilings). Two against the
+launch's length: a block's warps writing 4-byte pieces of the same lines after a load each (probe.piece_store, lines
 adjacent; probe.piece_spread, lines apart), and neighbouring warps of a block sharing the sector at
 the seam of their contiguous stores (mem.global_store shifted by 4 bytes). The shorter the launch,
 the more in step a block's warps store, and the more L1 combines: under one wave (a block alone on
@@ -143,7 +143,7 @@ CALIBRATION = (
      (1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 23, 1 << 25, 1 << 27)),
 )
 # a warp's runs of 2, 4 and 8 stores (plan experiments/plans/h200_warp_seams.toml: COARSE 2, 4, 8 at m = k =
-# 1920, n off a multiple of 8 by 1, 4, 6 and 5 - a family in neither the suite nor a held-out set)
+# 1920, n off a multiple of 8 by 1, 4, 6 and 5 - a family no earlier suite or held-out run had measured)
 WARP_SEAMS_RUNS = (2, 4, 8)
 CALIBRATION += tuple((warp_seams(c), "matmul.coarsened", {"m": 1920, "k": 1920, "tile": 32, "coarse": c},
                       (1921, 1924, 1926, 3845)) for c in WARP_SEAMS_RUNS)

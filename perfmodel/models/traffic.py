@@ -304,9 +304,10 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         what = ("neighbouring warps' stores meet in a sector" if comb.pattern == SEAMS else
                 "a warp's consecutive stores meet in sectors" if comb.pattern.startswith(WARP_SEAMS) else
                 "the block's warps write the same lines")
+        against = ("the run of stores, whatever the waves" if comb.pattern.startswith(WARP_SEAMS)
+                   else "the launch's waves")
         notes.append(f"{what}: L1 combines {100 * (1 - comb.sector_share):.1f} % of the store sectors at "
-                     f"{waves:.2g} waves ({comb.pattern} law, measured against "
-                     "the launch's waves: models.combining)")
+                     f"{waves:.2g} waves ({comb.pattern} law, measured against {against}: models.combining)")
     if req.merged:
         notes.append("stores of the block's warps combined per line in L1 (no global loads)")
         l2_write = l1.store_block_sectors * SECTOR_BYTES
