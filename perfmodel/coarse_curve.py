@@ -22,11 +22,13 @@ than aligned there (0.12-0.24 against 0.17-0.31), COARSE 4 about as much.
 Off the line, measured (2026-12-03, PITCH: m = k = 1920 with n one more, 31 of 32 rows' segments across a
 line, four allocations a size, card GPU-f6a51f5f): COARSE 8 loses less than aligned from its onset to where
 both have lost all of B - 0.47/0.69/0.81 against 0.65/0.80/0.98 at 28/30/32 MiB of footprint; COARSE 4 the
-same within ~0.03 past 24 MiB (0.7-0.9x below, where little is lost). COARSE 8 reads the aligned curve times
-the two curves' ratio in proportion to the share (b_curve.between_pitches, as TILE 16): its 29 held-out rows
-off the line in the band (sets measured before) 4.2 % off on average, bias -0.4 % (aligned curve: 4.7 %,
-+3.8 %), 19 within 5 % (20). COARSE 4 with its own pitched curve went from 5.3 to 6.0 % (38 rows, 24 to 23
-within 5 %): not taken (PITCHED).
+same within ~0.03 past 24 MiB (0.7-0.9x below, where little is lost). Read as TILE 16 reads its pitch (the
+aligned curve times the two curves' ratio in proportion to the share, b_curve.between_pitches), COARSE 8's
+29 held-out band rows off the line (sets measured before) came 4.2 % off on average, bias -0.4 % (aligned
+curve: 4.7 %, +3.8 %), but 19 within 5 % where 20 were, and set 37's 1432 x 3860 x 2292 from -6.2 to -8.5 %;
+COARSE 4's 38 went from 5.3 to 6.0 % (24 to 23 within 5 %). Neither taken (PITCHED): fewer rows within 5 %,
+as with the correction above. The suite's COARSE 8 at m = k = 1920, n = 3845 (plan h200_warp_seams, the
+family's own m and k) read what the off-line curve says (0.69 of B a re-read; the aligned curve 0.81).
 
 Not TILE 32, COARSE 1 or 2: their curves over the same footprint missed the suite's and held-out sets'
 shapes by 10-42 % (the schedule replay, perfmodel.l2replay, by 5-14 %) - more of their lines are split
@@ -48,7 +50,7 @@ FOLDER = "b_curve_coarse"  # COARSE 8 below 24 MiB and COARSE 4, each at three o
 PITCH = "b_curve_coarse_pitch"  # the m = k = 1920 family with n one more: B's pitch off the line
 ROWS = "b_curve_coarse_rows"  # m swept at one B (experiments/b_coarse_rows_specs.txt): a check, not read
 OWN = (4, 8)  # the coarsenings that read their own curve
-PITCHED = (8,)  # those that read it off the line too (COARSE 4's made held-out rows worse: module note)
+PITCHED: tuple[int, ...] = ()  # those that would read it off the line too: none (measured, not taken: module note)
 CASE = "matmul.coarsened"
 
 

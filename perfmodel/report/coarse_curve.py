@@ -56,6 +56,6 @@ def coarse_curve_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, pag
             " and held-out shapes by 10-42 %, the replay by 5-14 % - more of their lines split between two"
             " blocks."
             + (f" Off the line (n one more: {len(pitched)} shapes, b_coarse_pitch_specs.txt) COARSE 8 loses less"
-               " than aligned from its onset until both have lost all of B, COARSE 4 about as much; COARSE 8"
-               " reads the two curves' ratio in proportion to the share of its rows off the line (COARSE 4's made"
-               " held-out rows worse, and is left out)." if len(pitched) else ""))
+               " than aligned from its onset until both have lost all of B, COARSE 4 about as much; read in"
+               " proportion to the share of the rows off the line, either left fewer held-out rows within 5 %,"
+               " so the model reads the aligned curves." if len(pitched) else ""))
