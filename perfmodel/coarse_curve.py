@@ -26,7 +26,7 @@ same within ~0.03 past 24 MiB (0.7-0.9x below, where little is lost). Read as TI
 aligned curve times the two curves' ratio in proportion to the share, b_curve.between_pitches), COARSE 8's
 29 held-out band rows off the line (sets measured before) came 4.2 % off on average, bias -0.4 % (aligned
 curve: 4.7 %, +3.8 %), but 19 within 5 % where 20 were, and set 37's 1432 x 3860 x 2292 from -6.2 to -8.5 %;
-COARSE 4's 38 went from 5.3 to 6.0 % (24 to 23 within 5 %). Neither taken (PITCHED): fewer rows within 5 %,
+COARSE 4's 38 went from 5.3 to 6.0 % (24 to 23 within 5 %). Neither taken: fewer rows within 5 %,
 as with the correction above. The suite's COARSE 8 at m = k = 1920, n = 3845 (plan h200_warp_seams, the
 family's own m and k) read what the off-line curve says (0.69 of B a re-read; the aligned curve 0.81).
 
@@ -41,16 +41,14 @@ import functools
 import numpy as np
 import pandas as pd
 
-from .b_curve import CURVES, FAMILY, between_pitches, folders_points
+from .b_curve import CURVES, FAMILY, folders_points
 from .devices import DeviceSpec
 from .memory import Launch
-from .memory.coalescing import straddle_share
 
 FOLDER = "b_curve_coarse"  # COARSE 8 below 24 MiB and COARSE 4, each at three or two families
 PITCH = "b_curve_coarse_pitch"  # the m = k = 1920 family with n one more: B's pitch off the line
 ROWS = "b_curve_coarse_rows"  # m swept at one B (experiments/b_coarse_rows_specs.txt): a check, not read
 OWN = (4, 8)  # the coarsenings that read their own curve
-PITCHED: tuple[int, ...] = ()  # those that would read it off the line too: none (measured, not taken: module note)
 CASE = "matmul.coarsened"
 
 
@@ -81,12 +79,9 @@ def coarse_loss(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> tupl
     if params.get("tile") != 32 or params.get("coarse") not in OWN:
         return None
     _, xs, ys = _curve(dev.key, params["coarse"])
-    widest = _curve(dev.key, params["coarse"], pitched=True) if params["coarse"] in PITCHED else None
-    share = straddle_share(32, params["n"]) if widest and widest[1] else 0.0
     footprint = group_bytes(dev, launch, params)
-    loss = between_pitches((xs, ys), widest, share, footprint) if xs else 1.0
+    loss = float(np.interp(footprint, xs, ys, left=0.0)) if xs else 1.0  # aligned, whatever B's pitch (module note)
     if loss >= 1.0:  # all of B lost, and A in part: the schedule replay knows A's reuse (perfmodel.l2replay)
         return None
     return loss, (f"COARSE {params['coarse']}'s own measured loss at {footprint / 2**20:.0f} MiB of B and one group's "
-                  f"A strips" + (f", {100 * share:.0f} % of B's rows off the line" if share else "")
-                  + f" (perfmodel.coarse_curve, m = k = {FAMILY[0]})")
+                  f"A strips (perfmodel.coarse_curve, m = k = {FAMILY[0]})")

@@ -68,14 +68,19 @@ def seam_sectors(accesses: list[Access], launch: Launch) -> float:
             spans.append((int(s[0]), int(s[-1])) if len(s) and s[-1] - s[0] + 1 == len(s) else None)
         seams = sum(1 for lo, hi in zip(spans, spans[1:], strict=False)
                     if lo is not None and hi is not None and lo[1] == hi[0] and lo[0] < hi[0])
-        total += seams * math.prod(launch.loops.get(v, 1) for v in a.loops)
+        total += seams * trips(a, launch)
     return total * launch.blocks
 
 
 def store_run(accesses: list[Access], launch: Launch) -> int:
     """How many store instructions a warp issues in a row: the trips of the global stores' loops (the
     longest, where several store)."""
-    return max((math.prod(launch.loops.get(v, 1) for v in a.loops) for a in _stores(accesses)), default=0)
+    return max((trips(a, launch) for a in _stores(accesses)), default=0)
+
+
+def trips(a: Access, launch: Launch) -> int:
+    """How many times a warp issues access `a`: the product of its loops' trip counts."""
+    return math.prod(launch.loops.get(v, 1) for v in a.loops)
 
 
 def combined(pattern: str, share: float, store_sectors: int, store_lines: int, seams: float = 0.0,

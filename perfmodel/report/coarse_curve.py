@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ..b_curve import FAMILY
-from ..coarse_curve import OWN, PITCHED, _curve, coarse_points
+from ..coarse_curve import OWN, _curve, coarse_points
 from ..devices import DeviceSpec
 from . import figures
 from .page import Page, b_band_rows, param
@@ -28,11 +28,9 @@ def coarse_curve_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, pag
                      for c, m, k, share in zip(pts.coarse, pts.m, pts.k, pts.share, strict=True)]
     overlays = []
     for coarse, style in zip(OWN, ("k--", "k-"), strict=True):
-        for off in (False, True) if coarse in PITCHED else (False,):
-            _, xs, ys = _curve(dev.key, coarse, pitched=off)
-            if xs:
-                overlays.append((np.array(xs) / 2**20, np.array(ys), style if not off else style.replace("k", "r"),
-                                 f"model, COARSE {coarse}" + (", off the line" if off else "")))
+        _, xs, ys = _curve(dev.key, coarse)
+        if xs:
+            overlays.append((np.array(xs) / 2**20, np.array(ys), style, f"model, COARSE {coarse}"))
     page.figures.append(("COARSE 4 and 8's own B curves", figures.groups(
         pts, "mib", "loss", "family", folder / "matmul_coarse_curve.png",
         "COARSE 4 and 8: share of B lost per re-read (median over allocations)",
