@@ -73,8 +73,9 @@ def points(device: str = "h200", folder: str = CURVES) -> pd.DataFrame:
         b_bytes, streams = matmul_b_streams(dev, launch, p)
         read = float(g.read_bytes.median())
         a_bytes = 4 * p["m"] * p["k"]
-        rows.append(dict(case=case, tile=p["tile"], coarse=p.get("coarse", 1), m=p["m"], n=p["n"], k=p["k"],
-                         share=straddle_share(p["tile"], p["n"]), b_bytes=b_bytes,
+        tile = p.get("tile", launch.block[0])  # the naive kernel: its block's width
+        rows.append(dict(case=case, tile=tile, coarse=p.get("coarse", 1), m=p["m"], n=p["n"], k=p["k"],
+                         share=straddle_share(tile, p["n"]), b_bytes=b_bytes,
                          group_bytes=group_bytes(dev, launch, p), streams=streams, allocations=len(g),
                          read_bytes=read, spread=(g.read_bytes.max() - g.read_bytes.min()) / read,
                          loss=b_loss_from_reads(read, a_bytes, b_bytes, streams)))

@@ -29,10 +29,10 @@ def matmul_b_streams(dev: DeviceSpec, launch: Launch, params: dict[str, int]) ->
 
 def group_bytes(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> float:
     """What L2 takes in between two groups' reads of one B slice (`matmul_b_streams`' groups, each sweeping
-    all of B): B, and the A strips of one group's block rows (`tile` rows of k floats a row of blocks)."""
+    all of B): B, and the A strips of one group's block rows (a block's rows of k floats a row of blocks)."""
     b_bytes, _ = matmul_b_streams(dev, launch, params)
     rows = min(launch.blocks, max(dev.sm_count, launch.grid[0])) / launch.grid[0]
-    return b_bytes + rows * params["tile"] * params["k"] * 4
+    return b_bytes + rows * launch.block[1] * params["k"] * 4
 
 
 def b_loss_from_reads(read_bytes: float, a_bytes: float, b_bytes: float, streams: float) -> float:
