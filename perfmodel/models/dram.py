@@ -93,11 +93,15 @@ def swept_loss(dev: DeviceSpec, params: dict[str, int], b_bytes: float,
 def own_loss(dev: DeviceSpec, case: str, launch: Launch, params: dict[str, int],
              pass_loss: Callable[..., float | None]) -> tuple[float, str] | None:
     """B's loss per re-read measured on the kernel itself, and where it comes from: TILE 16 (`swept_loss`),
-    COARSE 4 and 8 (perfmodel.coarse_curve, within its sizes); None for the others."""
+    COARSE 4 and 8 (perfmodel.coarse_curve), the naive kernel (perfmodel.naive_curve), each within its
+    sizes; None for the others."""
     from ..coarse_curve import coarse_loss
+    from ..naive_curve import CASE, naive_loss
 
     if swept(case, params):
         return swept_loss(dev, params, matmul_b_streams(dev, launch, params)[0], pass_loss)
+    if case == CASE:
+        return naive_loss(dev, launch, params)
     return coarse_loss(dev, launch, params) if case == "matmul.coarsened" else None
 
 
