@@ -6,10 +6,11 @@ it steadily - 0.11 of it per re-read at 32 MiB, 0.42 at 45, 0.52 at 56 - where t
 L2 partition and the whole L2 (models.dram.reread_miss) says about half that at 32 MiB and 1.6x as much at
 56. With B's pitch off the line (n + 12: 3/8 of a block's 64-byte row segments across a 128-byte line) it
 loses a little more, read in proportion to the share as TILE 16's pitch is (b_curve.between_pitches). At
-m = 1024, k = 2816 it loses 0.8-0.9x as much at one B: as TILE 16's larger k does, the curve is scaled by
-(k / 1920)^exponent, fitted on that family alone. The held-out shapes it was then read for (measured
-before): set 44's 851 x 2908 x 2910 from -36 % to +4.7 %; set 39's 1430 x 2636 x 2545 from -14 % to +24 %
-- that run's count lies 14-33 % under all four allocations of the same shape measured here."""
+m = 1024, k = 2816 it loses 0.8-0.9x as much at one B: as TILE 16's larger k does, the curve is
+scaled by (k / 1920)^exponent, fitted on that family alone (below k = 1920 not measured: extrapolated).
+The held-out shapes it was then read for (measured before): set 44's 851 x 2908 x 2910 from -36 % to
++5.5 %; set 39's 1430 x 2636 x 2545 from -14 % to +21 % - that run's count lies 14-33 % under all four
+allocations of the same shape measured here."""
 
 from __future__ import annotations
 
