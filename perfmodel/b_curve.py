@@ -107,10 +107,16 @@ def _curves(device_key: str) -> tuple[tuple[float, tuple[float, ...], tuple[floa
         pts = pts[pts.share == (0.0 if folder == CURVES else pts.share.max())]
         if pts.empty:
             return ()
-        # B lost can only grow with B: each point at least the one before (allocations scatter them)
-        out.append((float(pts.share.iloc[0]), tuple(pts.b_bytes.astype(float)),
-                    tuple(np.maximum.accumulate(pts.loss.clip(0, 1)))))
+        out.append(monotone_curve(pts))
     return tuple(out)
+
+
+def monotone_curve(pts: pd.DataFrame, x: str = "b_bytes") -> tuple[float, tuple[float, ...], tuple[float, ...]]:
+    """One family's (share, x, loss) in order of x: B lost can only grow with B, so each loss is at least the
+    one before (the allocations scatter the points) and at most 1 (all of B)."""
+    pts = pts.sort_values(x, kind="stable")
+    return (float(pts.share.max()) if len(pts) else 0.0, tuple(pts[x].astype(float)),
+            tuple(np.maximum.accumulate(pts.loss.clip(0, 1))))
 
 
 @functools.cache
@@ -129,7 +135,12 @@ def _curve_loss(device_key: str, share: float, b_bytes: float) -> float | None:
     """The m = k = 1920 curves at B: the aligned one times how much more the widest measured share loses
     there (the two curves' ratio), in proportion to the share; below the measured sizes none (the first
     point, 23 MiB, loses 0.1 %); None where not measured or past them."""
-    curves = _curves(device_key)
+    return read_curves(_curves(device_key), share, b_bytes)
+
+
+def read_curves(curves: tuple[tuple[float, *Curve], ...], share: float, b_bytes: float) -> float | None:
+    """The loss at B of an aligned curve and the widest share's (share, B, loss each, as `monotone_curve`
+    gives them), `between_pitches`; None where none is recorded or past the aligned curve's sizes."""
     if not curves or b_bytes > curves[0][1][-1]:
         return None
     return between_pitches(curves[0][1:], curves[-1], share, b_bytes)

@@ -369,7 +369,7 @@ def _l2_input_rate(dev: DeviceSpec):
         from .models.traffic import block_merged, l2_input_units
 
         l1 = case_l1(c, p)
-        return l2_input_units(l1, 0.0, block_merged(l1, l1.load_requests > 0)) / t
+        return l2_input_units(l1, 0.0, block_merged(l1)) / t
     return pick
 
 

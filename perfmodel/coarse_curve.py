@@ -28,7 +28,7 @@ aligned curve times the two curves' ratio in proportion to the share, b_curve.be
 curve: 4.7 %, +3.8 %), but 19 within 5 % where 20 were, and set 37's 1432 x 3860 x 2292 from -6.2 to -8.5 %;
 COARSE 4's 38 went from 5.3 to 6.0 % (24 to 23 within 5 %). Neither taken: fewer rows within 5 %,
 as with the correction above. The suite's COARSE 8 at m = k = 1920, n = 3845 (plan h200_warp_seams, the
-family's own m and k) read what the off-line curve says (0.69 of B a re-read; the aligned curve 0.81).
+family's own m and k) lost what the off-line curve loses (0.69 of B a re-read; the aligned curve 0.81).
 
 Not TILE 32, COARSE 1 or 2: their curves over the same footprint missed the suite's and held-out sets'
 shapes by 10-42 % (the schedule replay, perfmodel.l2replay, by 5-14 %) - more of their lines are split
@@ -41,7 +41,7 @@ import functools
 import numpy as np
 import pandas as pd
 
-from .b_curve import CURVES, FAMILY, folders_points
+from .b_curve import CURVES, FAMILY, folders_points, monotone_curve
 from .devices import DeviceSpec
 from .memory import Launch
 
@@ -66,9 +66,7 @@ def _curve(device_key: str, coarse: int, pitched: bool = False) -> tuple[float, 
     (the allocations scatter the points), at most 1 (all of B). Pitched: the off-line family (none where
     not recorded)."""
     pts = coarse_points(device_key, pitched)
-    pts = pts[(pts.coarse == coarse) & (pts.m == FAMILY[0]) & (pts.k == FAMILY[1])].sort_values("group_bytes")
-    return (float(pts.share.max()) if len(pts) else 0.0, tuple(pts.group_bytes.astype(float)),
-            tuple(np.maximum.accumulate(pts.loss.clip(0, 1))))
+    return monotone_curve(pts[(pts.coarse == coarse) & (pts.m == FAMILY[0]) & (pts.k == FAMILY[1])], "group_bytes")
 
 
 def coarse_loss(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> tuple[float, str] | None:

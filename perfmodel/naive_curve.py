@@ -19,7 +19,7 @@ import functools
 import numpy as np
 import pandas as pd
 
-from .b_curve import FAMILY, between_pitches, points
+from .b_curve import FAMILY, monotone_curve, points, read_curves
 from .devices import DeviceSpec
 from .memory import Launch
 from .memory.coalescing import straddle_share
@@ -46,15 +46,8 @@ def _curves(device_key: str) -> tuple[tuple[float, tuple[float, ...], tuple[floa
     for sel in (pts[pts.share == 0], pts[pts.share == pts.share.max()]):
         if sel.empty or (out and sel.share.iloc[0] == 0):
             return ()
-        sel = sel.sort_values("b_bytes")
-        out.append((float(sel.share.iloc[0]), tuple(sel.b_bytes.astype(float)),
-                    tuple(np.maximum.accumulate(sel.loss.clip(0, 1)))))
+        out.append(monotone_curve(sel))
     return tuple(out)
-
-
-def _curve_loss(device_key: str, share: float, b_bytes: float) -> float:
-    aligned, widest = _curves(device_key)
-    return between_pitches(aligned[1:], widest, share, b_bytes)
 
 
 @functools.cache
@@ -65,19 +58,19 @@ def k_exponent(device_key: str) -> float:
     pts = pts[(pts.m == WIDE[0]) & (pts.k == WIDE[1]) & (pts.b_bytes > ESTABLISHED_BYTES)]
     if pts.empty:
         return 0.0
-    ratio = [loss / _curve_loss(device_key, s, b) for s, b, loss in zip(pts.share, pts.b_bytes, pts.loss, strict=True)]
+    curves = _curves(device_key)
+    ratio = [loss / read_curves(curves, s, b) for s, b, loss in zip(pts.share, pts.b_bytes, pts.loss, strict=True)]
     return float(np.log(np.median(ratio)) / np.log(WIDE[1] / FAMILY[1]))
 
 
 def naive_loss(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> tuple[float, str] | None:
     """The naive kernel's share of B lost per re-read at its B, pitch and k, and where it comes from; None
     where no curve is recorded or past its sizes (the linear share there)."""
-    curves = _curves(dev.key)
     b_bytes = 4.0 * params["n"] * params["k"]
-    if not curves or b_bytes > curves[0][1][-1]:
-        return None
     share = straddle_share(launch.block[0], params["n"])
-    loss = min(1.0, _curve_loss(dev.key, share, b_bytes) * (params["k"] / FAMILY[1]) ** k_exponent(dev.key))
+    if (loss := read_curves(_curves(dev.key), share, b_bytes)) is None:
+        return None
+    loss = min(1.0, loss * (params["k"] / FAMILY[1]) ** k_exponent(dev.key))
     return loss, (f"the naive kernel's own measured loss at {b_bytes / 2**20:.0f} MiB"
                   + (f", {100 * share:.0f} % of its B row segments across a line" if share else "")
                   + (f", scaled to k = {params['k']}" if params["k"] != FAMILY[1] else "")

@@ -50,13 +50,13 @@ def _l1(**kw) -> L1Traffic:
 
 
 def test_l2_requests_hits_fills_and_read_modify_writes():
-    resident = l2_requests(_l1(), 0, 1024, 1.0, 1 << 20, 60 << 20, has_loads=True)
+    resident = l2_requests(_l1(load_requests=1), 0, 1024, 1.0, 1 << 20, 60 << 20)
     assert (resident.write_hit, resident.write_fill, resident.write_rmw) == (1024, 0, 0)
-    partial = l2_requests(_l1(), 0, 1024, 1.0, 1 << 30, 60 << 20, has_loads=True)
+    partial = l2_requests(_l1(load_requests=1), 0, 1024, 1.0, 1 << 30, 60 << 20)
     assert (partial.write_hit, partial.write_rmw) == (0, 1024)
-    whole = l2_requests(_l1(store_bytes=32 * 1024), 0, 1024, 0.0, 1 << 30, 60 << 20, has_loads=True)
+    whole = l2_requests(_l1(store_bytes=32 * 1024, load_requests=1), 0, 1024, 0.0, 1 << 30, 60 << 20)
     assert (whole.write_fill, whole.write_rmw) == (1024, 0)
-    merged = l2_requests(_l1(store_block_lines=128), 0, 1024, 1.0, 1 << 20, 60 << 20, has_loads=False)
+    merged = l2_requests(_l1(store_block_lines=128), 0, 1024, 1.0, 1 << 20, 60 << 20)
     assert merged.merged and merged.write_hit == 128
 
 

@@ -214,8 +214,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     b_loss = own_loss(dev, case_name, launch, p, pass_loss) if case.model == "matmul" else None
     # a warp's store instructions sharing lines: what L2 would see were all combined (a bound, and the
     # warp-seams law's reach); none where L1 merges the block's stores per line (load-free kernels)
-    has_loads = l1.load_requests > 0
-    merge = (store_merge_shares(accesses, launch) if l1.store_requests and not block_merged(l1, has_loads)
+    merge = (store_merge_shares(accesses, launch) if l1.store_requests and not block_merged(l1)
              else (1.0, 1.0))
     below = below_l1(dev, accesses, launch, l1, compulsory, resident, case.model, p, pass_loss,
                      l1_share, varying, ceil.store_combining, coresidency_law(dev.key),

@@ -46,9 +46,9 @@ class L2Requests:
         return self.write_hit + self.write_fill + self.write_rmw
 
 
-def block_merged(l1: L1Traffic, has_loads: bool) -> bool:
+def block_merged(l1: L1Traffic) -> bool:
     """A load-free kernel's warps issue their stores together: L1 combines the block's per line."""
-    return not has_loads and l1.store_block_lines < l1.store_lines
+    return not l1.load_requests and l1.store_block_lines < l1.store_lines
 
 
 def l1_combines(l1: L1Traffic, launch: Launch) -> bool:
@@ -62,7 +62,7 @@ def l1_combines(l1: L1Traffic, launch: Launch) -> bool:
 
 
 def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, partial_share: float,
-                footprint_bytes: float, l2_bytes: int, has_loads: bool, kept: float = 1.0) -> L2Requests:
+                footprint_bytes: float, l2_bytes: int, kept: float = 1.0) -> L2Requests:
     """Reads: the L2-bound sectors in the loads' own sectors-per-line. Writes: one per (store
     request, line) - or per distinct line of the block's warps at one store, for kernels without
     global loads, whose warps issue their stores together and L1 combines them (H200: 8 warps'
@@ -73,7 +73,7 @@ def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, par
     1984²-2560² ran 5-13 % slower than the model without fills there, within 7 % with them
     (reports/h200: transpose). `kept`: the share L1 passes on where it combines part (l1_combines)."""
     read = l2_read_bytes / SECTOR_BYTES * (l1.load_lines / l1.load_sectors) if l1.load_sectors else 0.0
-    merged = block_merged(l1, has_loads)
+    merged = block_merged(l1)
     writes = float(l1.store_block_lines if merged else l1.store_lines * kept)
     misses = min(writes, written_sectors) if footprint_bytes > l2_bytes else 0.0
     return L2Requests(read, writes - misses, misses * (1 - partial_share), misses * partial_share, merged,
@@ -298,7 +298,7 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     comb = (store_combined(combining, accesses, launch, l1.store_sectors, l1.store_lines, waves, same_lines,
                            store_merge) if l1.load_requests else None)
     req = l2_requests(l1, l2_read, written, shape.partial_share if partial else 0.0, sum(compulsory), near,
-                      l1.load_requests > 0, comb.request_share if comb else 1.0)
+                      comb.request_share if comb else 1.0)
     l2_write = int(l1.store_sectors * (comb.sector_share if comb else 1.0)) * SECTOR_BYTES
     if comb:
         what = ("neighbouring warps' stores meet in a sector" if comb.pattern == SEAMS else
