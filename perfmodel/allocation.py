@@ -34,11 +34,19 @@ def allocations(device: str = "h200", folder: str = FOLDER) -> pd.DataFrame:
     """One row per allocation: call, card, case, case_id, params (JSON), pad_mib, first_bytes and
     second_bytes (ncu's dram__bytes_read.sum of its two launches), read_bytes (their mean).
     `folder`: the checks folder the sweeps lie in (address; b_curve: experiments/b_curve.sh)."""
+    out = launch_counts(device, folder, DRAM_READS).rename(columns={"first": "first_bytes", "second": "second_bytes"})
+    out["read_bytes"] = (out.first_bytes + out.second_bytes) / 2
+    return out
+
+
+def launch_counts(device: str, folder: str, metric: str) -> pd.DataFrame:
+    """One row per allocation of an experiments/address_sweep.sh folder: call, card, case, case_id, params
+    (JSON), pad_mib, first and second (ncu's `metric` on its two launches, in ncu's base unit)."""
     rows = []
     for call in sorted((DATA_DIR / lookup(device).key / "checks" / folder).glob("*T*Z")):
         card = card_uuid(call / "card.csv")
         counts = [v for f in sorted(call.glob("ncu-*.csv*"), key=lambda p: int(p.name.split("-")[1].split(".")[0]))
-                  for v in launch_values(f, DRAM_READS)]
+                  for v in launch_values(f, metric)]
         lines = [line for line in (call / "addresses.txt").read_text().splitlines() if line.strip()]
         if len(counts) != 2 * len(lines):
             raise ValueError(f"{call}: {len(counts)} launches counted for {len(lines)} allocations of two")
@@ -47,11 +55,8 @@ def allocations(device: str = "h200", folder: str = FOLDER) -> pd.DataFrame:
             params = {k: int(v) for k, v in (kv.split("=") for kv in f["params"].split(","))}
             rows.append({"call": call.name, "card": card, "case": f["case"], "case_id": case_id(f["case"], params),
                          "params": json.dumps(params, sort_keys=True), "pad_mib": int(f["pad_mib"]),
-                         "first_bytes": counts[2 * j], "second_bytes": counts[2 * j + 1]})
-    out = pd.DataFrame(rows, columns=["call", "card", "case", "case_id", "params", "pad_mib", "first_bytes",
-                                      "second_bytes"])
-    out["read_bytes"] = (out.first_bytes + out.second_bytes) / 2
-    return out
+                         "first": counts[2 * j], "second": counts[2 * j + 1]})
+    return pd.DataFrame(rows, columns=["call", "card", "case", "case_id", "params", "pad_mib", "first", "second"])
 
 
 def spread(device: str = "h200") -> pd.DataFrame:

@@ -17,11 +17,12 @@ REASONS: list[tuple[str, str, str]] = [
                                              "of 183 recorded launches' block starts (coresidency.law; the naive "
                                              "kernel at k a multiple of 1024 +7…+9 %), the first wave's as the "
                                              "dispatcher placed them (coresidency.first_wave). "
-                                             "The naive kernel's L1 reuse also follows A's row alignment: k = 2323 "
-                                             "and 2803 request 13-31 % more than the model at three shapes, k beside "
-                                             "them within 5 %, its L1 lookups missing 16 % of the sectors there "
-                                             "against 13 % (held-out 26, 27: L1 loses lines early, which ones is "
-                                             "not found); grid rows of 66 blocks 5-16 % fewer"),
+                                             "The naive kernel's L1 reuse also follows k mod 16, the times nvcc "
+                                             "unrolls its k loop: at 5 and 13, then 3 and 11, then 1, 2, 6, 9 and "
+                                             "10 its L1s request more than each block's own sectors, more the "
+                                             "larger k (checks/naive_k, 276 shapes; perfmodel.naive_k: which "
+                                             "lines L1 drops early is not found); grid rows of 66 blocks 5-16 % "
+                                             "fewer"),
     ("l2_requested_read_sectors", "probe.barrier_", "two blocks on an SM cycle through one tile pool ~80-140 tiles "
                                                     "apart, one running 1.4-1.65x ahead, and meet in L1 where that "
                                                     "drift passes the other's recent tiles: where their round clocks "

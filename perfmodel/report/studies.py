@@ -20,6 +20,7 @@ from . import figures
 from .allocation import allocation_section
 from .b_curve import b_curve_section
 from .coarse_curve import coarse_curve_section
+from .naive_k import naive_k_section
 from .page import Page, accuracy, param, short_case_id, time_page
 from .transpose import transpose_study
 
@@ -416,6 +417,7 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
     page.text += allocation_section(dev, table, folder, page)
     page.text += b_curve_section(dev, table, folder, page)
     page.text += coarse_curve_section(dev, table, folder, page)
+    page.text += naive_k_section(dev, folder, page)
     d = table[(table.metric == "dram_read_bytes") & (table.case.isin(["matmul.tiled", "matmul.coarsened"]))].copy()
     d["m"] = param(d, "m")
     d["variant"] = d.case_id.str.replace(MATMUL_SIZES, "", regex=True)
