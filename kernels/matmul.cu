@@ -60,6 +60,29 @@ extern "C" __global__ void matmul_naive_colmajor_b(const float* __restrict__ A,
     }
 }
 
+// The naive kernel with its k loop unrolled U times (1: a load of A and of B a trip); nvcc unrolls
+// matmul_naive's 16 times. Whether its L1 misses follow k mod U (perfmodel.naive_k).
+template <int U>
+__device__ __forceinline__ void naive_unrolled(const float* __restrict__ A, const float* __restrict__ B,
+                                               float* __restrict__ C, int M, int N, int K) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < M && col < N) {
+        float s = 0.f;
+#pragma unroll U
+        for (int k = 0; k < K; ++k) s += A[(size_t)row * K + k] * B[(size_t)k * N + col];
+        C[(size_t)row * N + col] = s;
+    }
+}
+
+#define NAIVE_UNROLLED(U)                                                                                    \
+    extern "C" __global__ void matmul_naive_unroll##U(const float* __restrict__ A,                          \
+                                                      const float* __restrict__ B, float* __restrict__ C, \
+                                                      int M, int N, int K) {                                \
+        naive_unrolled<U>(A, B, C, M, N, K);                                                                \
+    }
+NAIVE_UNROLLED(1)
+NAIVE_UNROLLED(4)
+
 template <int T>
 __device__ void tiled(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                       int M, int N, int K) {

@@ -66,6 +66,12 @@ for _name, _colmajor, _desc in (("naive", False, "one thread per output, A and B
         accesses=_naive_accesses(_colmajor), flops=_flops, setup=_setup(_colmajor),
         compulsory_bytes=_compulsory, description=_desc, model="matmul"))
 
+register(KernelCase(
+    name="matmul.naive_unrolled", study="matmul", source="matmul.cu", defaults={**SIZE, "unroll": 1},
+    entry=lambda p: f"matmul_naive_unroll{p['unroll']}", launch=_naive_launch, accesses=_naive_accesses(False),
+    flops=_flops, setup=_setup(False), compulsory_bytes=_compulsory, model="matmul",
+    description="the naive kernel with its k loop unrolled `unroll` times (1, 4; matmul.naive: nvcc's 16)"))
+
 
 def _tiled_launch(p, coarse: int = 1) -> Launch:
     t = p["tile"]
