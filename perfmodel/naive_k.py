@@ -1,14 +1,19 @@
-"""The naive matmul's L1 misses against k (checks/naive_k, experiments/naive_k_specs.txt; a known gap).
+"""The naive matmul's L1 misses against k (checks/naive_k and naive_unroll; a known gap).
 
 Held-out naive shapes at k = 1501, 2323, 2545, 2677 and 2803 requested 15-39 % more L2 sectors than the
 model, which counts each block's own sectors of A and B once (its L1 keeps them while the block runs). The
-sweep - every k at 2300-2340, 2665-2689 and 2790-2820 at m = n = 1024, every 29th k from 1001 to 4090, and
-the held-out shapes' m and n around their k - shows that the excess follows k modulo 16, the times nvcc
-unrolls the k loop (the SASS issues 16 A and 16 B loads a trip): A's rows start k floats apart, so k mod 16
-sets where each row's 16-load burst falls in its sectors. k = 5 and 13 mod 16 miss the most, then 3 and 11,
-1, 2, 9 and 10; the residues 0, 4, 7, 8, 12, 14 and 15 lie on the model. The excess grows with k (k = 5 mod 16
-at m = n = 1024: +6 % at 1349, +40 % at 3669) and with the shape (k = 2805 at 1092 x 1049: +76 %, at
-1024 x 1024: +31 %). ncu's set-conflict counter does not follow it; which lines L1 drops early is not
+sweep (experiments/naive_k_specs.txt) - every k at 2300-2340, 2665-2689 and 2790-2820 at m = n = 1024, every
+29th k from 1001 to 4090, and the held-out shapes' m and n around their k - shows the excess following k
+modulo 16, the times nvcc unrolls the k loop (the SASS issues 16 A and 16 B loads a trip): A's rows start k
+floats apart, so k sets where each row's burst of loads falls in its sectors. k = 5 and 13 mod 16 miss the
+most, then 3 and 11, then 1, 2, 6, 9 and 10; the residues 0, 4, 7, 8, 12, 14 and 15 lie on the model. The
+excess grows with k (k = 5 mod 16 at m = n = 1024: +6 % at 1349, +40 % at 3669) and with the shape (k = 2805
+at 1092 x 1049: +76 %, at 1024 x 1024: +31 %). ncu's set-conflict counter does not follow it.
+
+The same kernel with its loop unrolled once or 4 times (matmul.naive_unrolled, experiments/
+naive_unroll_specs.txt, another card) settles the cause: unrolled once, no k stands out, and every k
+requests 11-13 % less than the model's per-block count (L1 shares more between blocks); unrolled 4 times, the
+excess follows k mod 4 (k = 1 mod 4 most). Which lines L1 drops early, and why the burst decides it, is not
 found, so the model does not predict it."""
 
 from __future__ import annotations
@@ -21,7 +26,8 @@ from .allocation import launch_counts
 from .devices import device as lookup
 from .sass import functions
 
-FOLDER = "naive_k"
+FOLDER = "naive_k"  # matmul.naive over k
+UNROLLED = "naive_unroll"  # matmul.naive_unrolled (unroll 1 and 4) beside matmul.naive
 REQUESTED = "l1tex__m_xbar2l1tex_read_sectors.sum"  # the L2 read sectors the L1s request (l2_requested_read_sectors)
 
 
@@ -32,21 +38,29 @@ def unroll(device_key: str = "h200") -> int:
     return max(r.kinds.get("global_ld", 0) for r in loops) // 2
 
 
-def sweep(device: str = "h200") -> pd.DataFrame:
-    """One row per swept shape: m, n, k, residue (k modulo `unroll`) and requested_sectors (the mean of its
-    two launches); empty where not recorded."""
-    counts = launch_counts(device, FOLDER, REQUESTED)
-    params = pd.json_normalize(counts.params.map(json.loads)) if len(counts) else pd.DataFrame()
-    out = pd.DataFrame({"m": params.get("m"), "n": params.get("n"), "k": params.get("k"),
-                        "requested_sectors": (counts.first + counts.second) / 2})
-    out["residue"] = out.k % unroll(lookup(device).key)
-    return out[["m", "n", "k", "residue", "requested_sectors"]]
+def sweep(device: str = "h200", folder: str = FOLDER) -> pd.DataFrame:
+    """One row per swept launch pair: case, unroll (matmul.naive's: `unroll`), m, n, k, residue (k modulo
+    16, the default kernel's unroll) and requested_sectors (the mean of its two launches); empty where not
+    recorded."""
+    counts = launch_counts(device, folder, REQUESTED)
+    cols = ["case", "unroll", "m", "n", "k", "residue", "requested_sectors"]
+    if counts.empty:
+        return pd.DataFrame(columns=cols)
+    params = pd.json_normalize(counts.params.map(json.loads).tolist())
+    default = unroll(lookup(device).key)
+    out = pd.DataFrame({"case": counts.case, "m": params.m, "n": params.n, "k": params.k,
+                        "unroll": params.get("unroll", pd.Series(index=params.index, dtype=float)).fillna(default),
+                        "requested_sectors": (counts["first"] + counts["second"]) / 2})
+    out["unroll"] = out.unroll.astype(int)
+    out["residue"] = out.k % default
+    return out[cols]
 
 
 def against_model(device: str, shapes: pd.DataFrame) -> pd.DataFrame:
     """`shapes` (rows of `sweep`) with the model's requested sectors and measured over predicted."""
     from . import predict
 
-    pred = [predict("matmul.naive", device, m=int(m), n=int(n), k=int(k)).l2_read_bytes / 32
-            for m, n, k in zip(shapes.m, shapes.n, shapes.k, strict=True)]
+    pred = [predict(case, device, m=int(m), n=int(n), k=int(k),
+                    **({"unroll": int(u)} if case != "matmul.naive" else {})).l2_read_bytes / 32
+            for case, u, m, n, k in zip(shapes.case, shapes.unroll, shapes.m, shapes.n, shapes.k, strict=True)]
     return shapes.assign(predicted_sectors=pred, ratio=shapes.requested_sectors.to_numpy() / pred)

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ..devices import DeviceSpec
-from ..naive_k import against_model, sweep, unroll
+from ..naive_k import UNROLLED, against_model, sweep, unroll
 from . import figures
 from .page import Page
 
@@ -22,7 +22,7 @@ def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
     s = sweep(dev.key)
     m, n, first, step = GRID
     grid = s[(s.m == m) & (s.n == n) & (s.k >= first) & ((s.k - first) % step == 0)]
-    grid = grid.groupby(["m", "n", "k", "residue"], as_index=False).requested_sectors.mean()
+    grid = grid.groupby(["case", "unroll", "m", "n", "k", "residue"], as_index=False).requested_sectors.mean()
     if len(grid) < 2 * MODELLED:
         return ""
     per_k = 1e3 / (m * n)  # sectors per thousand multiply-adds
@@ -37,6 +37,7 @@ def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
         overlays=((modelled.k.to_numpy(), modelled.predicted_sectors.to_numpy() / modelled.k.to_numpy() * per_k,
                    "k-", "model"),))))
     inside = modelled[modelled.residue.isin(GROUPS[-1])]
+    unrolled = _unrolled(dev, folder, page, m, n)
     worst = modelled[modelled.residue.isin(GROUPS[0])]
     return (f" The naive kernel's L1 misses against k (figure 'naive kernel: L1 misses against k'; specs"
             f" experiments/naive_k_specs.txt, {len(s)} shapes under ncu, one allocation each): nvcc unrolls its k"
@@ -48,4 +49,31 @@ def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
             " shapes 825 x 1342 and 1092 x 1049 swept beside them. ncu's L1 set-conflict counter does not follow"
             " the residue, and which lines L1 drops early is not found: every held-out naive row that missed its"
             " L2 reads by more than 10 % is at such k (1501, 2323, 2545, 2677, 2803), and the model leaves them"
-            " (perfmodel.naive_k).")
+            " (perfmodel.naive_k)." + unrolled)
+
+
+def _unrolled(dev: DeviceSpec, folder: Path, page: Page, m: int, n: int) -> str:
+    """The loop unrolled 1, 4 and 16 times at the same k, a figure and a sentence; empty where unrecorded."""
+    s = sweep(dev.key, UNROLLED)
+    s = s[(s.m == m) & (s.n == n)]
+    if s.empty:
+        return ""
+    per_k = 1e3 / (m * n)
+    s = s.assign(y=s.requested_sectors / s.k * per_k, group="unrolled " + s.unroll.astype(str).str.rjust(2) + " times")
+    ks = sorted(s.k.unique())
+    modelled = against_model(dev.key, s[(s.unroll == 1) & s.k.isin(ks[::13])])
+    page.figures.append(("naive kernel: L1 misses against k, by unroll", figures.groups(
+        s, "k", "y", "group", folder / "matmul_naive_unroll.png",
+        f"naive matmul, m = n = {m}: the k loop unrolled 1, 4 and 16 (nvcc's) times", "k",
+        "sectors per thousand multiply-adds",
+        overlays=((modelled.k.to_numpy(), modelled.predicted_sectors.to_numpy() / modelled.k.to_numpy() * per_k,
+                   "k-", "model"),))))
+    once, four = s[s.unroll == 1], s[s.unroll == 4]
+    by4 = four.y.groupby(four.k % 4).median()
+    return (f" The same kernel with its loop unrolled once and 4 times (matmul.naive_unrolled; figure 'naive kernel:"
+            f" L1 misses against k, by unroll'; specs experiments/naive_unroll_specs.txt, k = {min(ks)}-{max(ks)}):"
+            f" unrolled once no k stands out ({once.y.min():.1f}-{once.y.max():.1f} sectors per thousand"
+            f" multiply-adds), {100 * (1 - modelled.ratio.mean()):.0f} % under the model's per-block count - L1"
+            " shares more between blocks than the model gives it; unrolled 4 times k = 1 mod 4 requests"
+            f" {100 * (by4[1] / by4.drop(1).median() - 1):.0f} % more than the other k. The burst of loads a trip"
+            " decides both how much L1 shares and at which k it loses lines.")
