@@ -124,8 +124,13 @@ def k_exponent(device_key: str) -> float:
     """How the loss scales with k at one B size, (k / 1920)^exponent: least squares of log(loss over the
     curve) on log(k / 1920) through 0, over the SHAPES families' points in the ramp (0 where none)."""
     pts = tile16_points(device_key, SHAPES)
-    pts = pts[pts.b_bytes.between(*RAMP_BYTES)]
-    ref = np.array([_curve_loss(device_key, s, b) or np.nan for s, b in zip(pts.share, pts.b_bytes, strict=True)])
+    return fit_k_exponent(pts[pts.b_bytes.between(*RAMP_BYTES)], functools.partial(_curve_loss, device_key))
+
+
+def fit_k_exponent(pts: pd.DataFrame, curve_loss) -> float:
+    """The e of (k / 1920)^e: least squares of log(loss over `curve_loss(share, b_bytes)`, the m = k = 1920
+    curve's) on log(k / 1920) through 0, over the points where both lose something (0 where none)."""
+    ref = np.array([curve_loss(s, b) or np.nan for s, b in zip(pts.share, pts.b_bytes, strict=True)])
     ok = (pts.loss.to_numpy() > 0) & (ref > 0)
     x, y = np.log(pts.k.to_numpy()[ok] / FAMILY[1]), np.log(pts.loss.to_numpy()[ok] / ref[ok])
     return float((x * y).sum() / (x * x).sum()) if (x * x).sum() else 0.0

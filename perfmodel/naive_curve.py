@@ -9,17 +9,16 @@ loses a little more, read in proportion to the share as TILE 16's pitch is (b_cu
 m = 1024, k = 2816 it loses 0.8-0.9x as much at one B: as TILE 16's larger k does, the curve is
 scaled by (k / 1920)^exponent, fitted on that family alone (below k = 1920 not measured: extrapolated).
 The held-out shapes it was then read for (measured before): set 44's 851 x 2908 x 2910 from -36 % to
-+5.5 %; set 39's 1430 x 2636 x 2545 from -14 % to +21 % - that run's count lies 14-33 % under all four
++5.6 %; set 39's 1430 x 2636 x 2545 from -14 % to +21 % - that run's count lies 14-33 % under all four
 allocations of the same shape measured here."""
 
 from __future__ import annotations
 
 import functools
 
-import numpy as np
 import pandas as pd
 
-from .b_curve import FAMILY, monotone_curve, points, read_curves
+from .b_curve import FAMILY, fit_k_exponent, monotone_curve, points, read_curves
 from .devices import DeviceSpec
 from .memory import Launch
 from .memory.coalescing import straddle_share
@@ -52,15 +51,11 @@ def _curves(device_key: str) -> tuple[tuple[float, tuple[float, ...], tuple[floa
 
 @functools.cache
 def k_exponent(device_key: str) -> float:
-    """(k / 1920)^exponent: the median over the WIDE family's points past ESTABLISHED_BYTES of their loss
-    over the curves' at their B and share, as a power of k / 1920."""
+    """(k / 1920)^exponent, `b_curve.fit_k_exponent` over the WIDE family's points past ESTABLISHED_BYTES."""
     pts = naive_points(device_key)
-    pts = pts[(pts.m == WIDE[0]) & (pts.k == WIDE[1]) & (pts.b_bytes > ESTABLISHED_BYTES)]
-    if pts.empty:
-        return 0.0
     curves = _curves(device_key)
-    ratio = [loss / read_curves(curves, s, b) for s, b, loss in zip(pts.share, pts.b_bytes, pts.loss, strict=True)]
-    return float(np.log(np.median(ratio)) / np.log(WIDE[1] / FAMILY[1]))
+    return fit_k_exponent(pts[(pts.m == WIDE[0]) & (pts.k == WIDE[1]) & (pts.b_bytes > ESTABLISHED_BYTES)],
+                          lambda share, b_bytes: read_curves(curves, share, b_bytes))
 
 
 def naive_loss(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> tuple[float, str] | None:

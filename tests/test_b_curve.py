@@ -208,7 +208,7 @@ def test_naive_matmul_loses_b_along_its_own_curve():
     14-33 % more at all four than that set's count (near the onset, where 89 re-reads multiply a small
     loss; the same run's second ncu pass, for the write-back, read 27 % more too). TILE 16 at those two
     shapes reads within 6 % of the naive kernel. The model, reading the curve (off the line in proportion to
-    the share, scaled by (k / 1920)^exponent fitted on the k = 2816 family alone): set 44's shape +5.5 %,
+    the share, scaled by (k / 1920)^exponent fitted on the k = 2816 family alone): set 44's shape +5.6 %,
     set 39's +21 % (both measured before the curve); within 8 % of the allocations' median at both."""
     from perfmodel.allocation import allocations
     from perfmodel.devices import device
