@@ -1,14 +1,16 @@
 """The naive matmul's L1 misses against k (checks/naive_k and naive_unroll; a known gap).
 
-Held-out naive shapes at k = 1501, 2323, 2545, 2677 and 2803 requested 15-39 % more L2 sectors than the
-model, which counts each block's own sectors of A and B once (its L1 keeps them while the block runs). The
+At held-out naive shapes with k = 1501, 2323, 2545, 2677 and 2803 the model predicted 11-39 % fewer L2 sectors
+than the L1s requested; it counts each block's own sectors of A and B once (its L1 keeps them while the
+block runs). The
 sweep (experiments/naive_k_specs.txt) - every k at 2300-2340, 2665-2689 and 2790-2820 at m = n = 1024, every
 29th k from 1001 to 4090, and the held-out shapes' m and n around their k - shows the excess following k
 modulo 16, the times nvcc unrolls the k loop (the SASS issues 16 A and 16 B loads a trip): A's rows start k
 floats apart, so k sets where each row's burst of loads falls in its sectors. k = 5 and 13 mod 16 miss the
-most, then 3 and 11, then 1, 2, 6, 9 and 10; the residues 0, 4, 7, 8, 12, 14 and 15 lie on the model. The
-excess grows with k (k = 5 mod 16 at m = n = 1024: +6 % at 1349, +40 % at 3669) and with the shape (k = 2805
-at 1092 x 1049: +76 %, at 1024 x 1024: +31 %). ncu's set-conflict counter does not follow it.
+most, then 3 and 11, then 1, 2, 6, 9 and 10; the residues 0, 4, 7, 8, 12, 14 and 15 lie on the model at
+m = n = 1024 (at 1092 x 1049, 7 runs 8-12 % above it and 4 5 %). The excess grows with k (k = 5 mod 16 at
+m = n = 1024: +6 % at 1349, +40 % at 3669) and with the shape (k = 2805 at 1092 x 1049: +76 %, at
+1024 x 1024: +31 %). ncu's set-conflict counter does not follow it.
 
 The same kernel with its loop unrolled once or 4 times (matmul.naive_unrolled, experiments/
 naive_unroll_specs.txt, another card) settles the cause: unrolled once, no k stands out, and every k
