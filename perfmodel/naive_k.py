@@ -26,6 +26,7 @@ import pandas as pd
 
 from .allocation import launch_counts
 from .devices import device as lookup
+from .memory.coalescing import SECTOR_BYTES
 from .sass import functions
 
 FOLDER = "naive_k"  # matmul.naive over k
@@ -63,6 +64,6 @@ def against_model(device: str, shapes: pd.DataFrame) -> pd.DataFrame:
     from . import predict
 
     pred = [predict(case, device, m=int(m), n=int(n), k=int(k),
-                    **({"unroll": int(u)} if case != "matmul.naive" else {})).l2_read_bytes / 32
+                    **({"unroll": int(u)} if case != "matmul.naive" else {})).l2_read_bytes / SECTOR_BYTES
             for case, u, m, n, k in zip(shapes.case, shapes.unroll, shapes.m, shapes.n, shapes.k, strict=True)]
     return shapes.assign(predicted_sectors=pred, ratio=shapes.requested_sectors.to_numpy() / pred)

@@ -97,19 +97,20 @@ def test_compiled_kernels_read_from_the_sources_match_the_compiler():
     """The macro-expanded extern "C" names of every kernels/*.cu equal the functions nvcc compiled
     (the recorded SASS listing of the H200 run)."""
     import gzip
-    import re
 
     from perfmodel.measurements import DATA_DIR
+    from perfmodel.sass import parse
     from perfmodel.suite.registry import KERNEL_DIR, compiled_entries
 
-    listing = sorted((DATA_DIR / "h200").glob("*-sass.txt.gz"))[-1]
-    with gzip.open(listing, "rt") as f:
-        compiled = set(re.findall(r"Function : (\w+)", f.read()))
+    # the last run's listing, and those recorded beside a check since (checks/naive_unroll: matmul.cu with
+    # matmul_naive_unroll1 and 4)
+    listings = [sorted((DATA_DIR / "h200").glob("*-sass.txt.gz"))[-1],
+                *sorted((DATA_DIR / "h200" / "checks").glob("*/*/sass.txt.gz"))]
+    compiled: set[str] = set()
+    for listing in listings:
+        with gzip.open(listing, "rt") as f:
+            compiled |= set(parse(f.read()))
     sources = set().union(*(compiled_entries(f.name) for f in KERNEL_DIR.glob("*.cu")))
-    # listings recorded beside a check since (checks/naive_unroll: matmul.cu with matmul_naive_unroll1, 4)
-    for check in sorted((DATA_DIR / "h200" / "checks").glob("*/*/sass.txt.gz")):
-        with gzip.open(check, "rt") as f:
-            compiled |= set(re.findall(r"Function : (\w+)", f.read()))
     # compiled and run on the H200 after the last listing: read_l2_shared (run 20261201T113926Z, no
     # extras); the barrier probes' _timed twins (experiments/barrier_phase.py, checks/barrier_phase);
     # read_l2_split (plan h200_split_lines, no extras); the placed COARSE 1 and 4 (experiments/schedule_pairs.sh,

@@ -17,6 +17,17 @@ GRID = (1024, 1024, 1001, 29)  # m, n, first k and k step of the sweep's wide gr
 MODELLED = 3  # the model at every 3rd grid point (1.7 s a prediction; 87 k apart, so every residue)
 
 
+def _per_thousand(sectors, k, m: int, n: int):
+    """Requested sectors per thousand multiply-adds (m n k of them)."""
+    return sectors / k * 1e3 / (m * n)
+
+
+def _model_line(modelled, m: int, n: int) -> tuple:
+    """`against_model`'s predictions as a figure overlay, per thousand multiply-adds."""
+    return (modelled.k.to_numpy(), _per_thousand(modelled.predicted_sectors.to_numpy(), modelled.k.to_numpy(), m, n),
+            "k-", "model")
+
+
 def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
     """A figure and a paragraph; empty where no sweep is recorded for the device."""
     s = sweep(dev.key)
@@ -25,8 +36,7 @@ def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
     grid = grid.groupby(["case", "unroll", "m", "n", "k", "residue"], as_index=False).requested_sectors.mean()
     if len(grid) < 2 * MODELLED:
         return ""
-    per_k = 1e3 / (m * n)  # sectors per thousand multiply-adds
-    grid = grid.assign(y=grid.requested_sectors / grid.k * per_k,
+    grid = grid.assign(y=_per_thousand(grid.requested_sectors, grid.k, m, n),
                        group=[next(", ".join(map(str, g)) for g in GROUPS if r in g) for r in grid.residue])
     modelled = against_model(dev.key, grid.iloc[::MODELLED])
     step_k = unroll(dev.key)
@@ -34,8 +44,7 @@ def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
         grid.assign(group="k mod 16 = " + grid.group), "k", "y", "group", folder / "matmul_naive_k.png",
         f"naive matmul, m = n = {m}: sectors the L1s request from L2", "k",
         "sectors per thousand multiply-adds",
-        overlays=((modelled.k.to_numpy(), modelled.predicted_sectors.to_numpy() / modelled.k.to_numpy() * per_k,
-                   "k-", "model"),))))
+        overlays=(_model_line(modelled, m, n),))))
     inside = modelled[modelled.residue.isin(GROUPS[-1])]
     unrolled = _unrolled(dev, folder, page, m, n)
     worst = modelled[modelled.residue.isin(GROUPS[0])]
@@ -58,16 +67,15 @@ def _unrolled(dev: DeviceSpec, folder: Path, page: Page, m: int, n: int) -> str:
     s = s[(s.m == m) & (s.n == n)]
     if s.empty:
         return ""
-    per_k = 1e3 / (m * n)
-    s = s.assign(y=s.requested_sectors / s.k * per_k, group="unrolled " + s.unroll.astype(str).str.rjust(2) + " times")
+    s = s.assign(y=_per_thousand(s.requested_sectors, s.k, m, n),
+                 group="unrolled " + s.unroll.astype(str).str.rjust(2) + " times")
     ks = sorted(s.k.unique())
     modelled = against_model(dev.key, s[(s.unroll == 1) & s.k.isin(ks[::13])])
     page.figures.append(("naive kernel: L1 misses against k, by unroll", figures.groups(
         s, "k", "y", "group", folder / "matmul_naive_unroll.png",
         f"naive matmul, m = n = {m}: the k loop unrolled 1, 4 and 16 (nvcc's) times", "k",
         "sectors per thousand multiply-adds",
-        overlays=((modelled.k.to_numpy(), modelled.predicted_sectors.to_numpy() / modelled.k.to_numpy() * per_k,
-                   "k-", "model"),))))
+        overlays=(_model_line(modelled, m, n),))))
     once, four = s[s.unroll == 1], s[s.unroll == 4]
     by4 = four.y.groupby(four.k % 4).median()
     return (f" The same kernel with its loop unrolled once and 4 times (matmul.naive_unrolled; figure 'naive kernel:"
