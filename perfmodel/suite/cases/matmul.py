@@ -52,8 +52,11 @@ def _naive_accesses(colmajor: bool):
     def accesses(p) -> list[Access]:
         guard = "row < m and col < n"
         b_index = "col*k + kk" if colmajor else "kk*n + col"
-        return [Access("A load", "global", "row*k + kk", cond=guard, loops=("kk",), array="A"),
-                Access("B load", "global", b_index, cond=guard, loops=("kk",), array="B"),
+        bypass = p.get("bypass", 0)  # matmul.naive_bypass: 1 reads A past L1 (ld.global.cg), 2 B
+        return [Access("A load", "global", "row*k + kk", cond=guard, loops=("kk",), array="A",
+                       l1_cached=bypass != 1),
+                Access("B load", "global", b_index, cond=guard, loops=("kk",), array="B",
+                       l1_cached=bypass != 2),
                 _c_store()]
     return accesses
 
@@ -71,6 +74,12 @@ register(KernelCase(
     entry=lambda p: f"matmul_naive_unroll{p['unroll']}", launch=_naive_launch, accesses=_naive_accesses(False),
     flops=_flops, setup=_setup(False), compulsory_bytes=_compulsory, model="matmul",
     description="the naive kernel with its k loop unrolled `unroll` times (1, 4; matmul.naive: nvcc's 16)"))
+
+register(KernelCase(
+    name="matmul.naive_bypass", study="matmul", source="matmul.cu", defaults={**SIZE, "bypass": 1},
+    entry=lambda p: f"matmul_naive_bypass{p['bypass']}", launch=_naive_launch, accesses=_naive_accesses(False),
+    flops=_flops, setup=_setup(False), compulsory_bytes=_compulsory, model="matmul",
+    description="the naive kernel reading A (bypass 1) or B (bypass 2) past L1 with ld.global.cg"))
 
 
 def _tiled_launch(p, coarse: int = 1) -> Launch:
