@@ -15,8 +15,13 @@ m = n = 1024: +6 % at 1349, +40 % at 3669) and with the shape (k = 2805 at 1092 
 The same kernel with its loop unrolled once or 4 times (matmul.naive_unrolled, experiments/
 naive_unroll_specs.txt, another card) settles the cause: unrolled once, no k stands out, and every k
 requests 11-13 % less than the model's per-block count (L1 shares more between blocks); unrolled 4 times, the
-excess follows k mod 4 (k = 1 mod 4 most). Which lines L1 drops early, and why the burst decides it, is not
-found, so the model does not predict it."""
+excess follows k mod 4 (k = 1 mod 4 most). With A or B read past L1 (matmul.naive_bypass, ld.global.cg,
+experiments/naive_bypass_specs.txt, the same 16-times unrolled loop) the residue is gone: at m = n = 1024 the
+requested sectors vary 2.3 % (A past L1) and 0.5 % (B past L1) over k = 2300-2339, where the kernel itself
+varies 22 %, and the model's per-block count holds both within 3.5 % (B's misses with A past L1 run 9-13 %
+above it at 1092 x 1049). Neither array's misses follow k mod 16 alone: the excess comes where A's and B's
+lines share L1. Which lines L1 drops early, and why the burst decides it, is not found, so the model does not
+predict it."""
 
 from __future__ import annotations
 
@@ -31,30 +36,34 @@ from .sass import functions
 
 FOLDER = "naive_k"  # matmul.naive over k
 UNROLLED = "naive_unroll"  # matmul.naive_unrolled (unroll 1 and 4) beside matmul.naive
+BYPASS = "naive_bypass"  # matmul.naive_bypass (A or B past L1) beside matmul.naive
 REQUESTED = "l1tex__m_xbar2l1tex_read_sectors.sum"  # the L2 read sectors the L1s request (l2_requested_read_sectors)
 
 
-def unroll(device_key: str = "h200") -> int:
-    """How many k the naive kernel's main loop takes a trip: its recorded SASS's largest loop's global loads
-    over the two (A and B) each k issues."""
-    loops = [r for r in functions(device_key)["matmul_naive"].regions if r.depth > 0]
+def unroll(device_key: str = "h200", kernel: str = "matmul_naive", check: str | None = None) -> int:
+    """How many k a naive kernel's main loop takes a trip: its recorded SASS's largest loop's global loads
+    over the two (A and B) each k issues (`check`: the listing recorded beside that checks folder)."""
+    loops = [r for r in functions(device_key, check)[kernel].regions if r.depth > 0]
     return max(r.kinds.get("global_ld", 0) for r in loops) // 2
 
 
 def sweep(device: str = "h200", folder: str = FOLDER) -> pd.DataFrame:
-    """One row per swept launch pair: case, unroll (matmul.naive's: `unroll`), m, n, k, residue (k modulo
-    16, the default kernel's unroll) and requested_sectors (the mean of its two launches); empty where not
-    recorded."""
+    """One row per swept launch pair: case, unroll (matmul.naive's: `unroll`), bypass (matmul.naive_bypass's
+    array read past L1: 1 A, 2 B; else 0), m, n, k, residue (k modulo 16, the default kernel's unroll) and
+    requested_sectors (the mean of its two launches); empty where not recorded."""
     counts = launch_counts(device, folder, REQUESTED)
-    cols = ["case", "unroll", "m", "n", "k", "residue", "requested_sectors"]
+    cols = ["case", "unroll", "bypass", "m", "n", "k", "residue", "requested_sectors"]
     if counts.empty:
         return pd.DataFrame(columns=cols)
     params = pd.json_normalize(counts.params.map(json.loads).tolist())
     default = unroll(lookup(device).key)
+
+    def given(name: str, otherwise: int) -> pd.Series:
+        return params.get(name, pd.Series(index=params.index, dtype=float)).fillna(otherwise).astype(int)
+
     out = pd.DataFrame({"case": counts.case, "m": params.m, "n": params.n, "k": params.k,
-                        "unroll": params.get("unroll", pd.Series(index=params.index, dtype=float)).fillna(default),
+                        "unroll": given("unroll", default), "bypass": given("bypass", 0),
                         "requested_sectors": (counts["first"] + counts["second"]) / 2})
-    out["unroll"] = out.unroll.astype(int)
     out["residue"] = out.k % default
     return out[cols]
 
@@ -62,8 +71,9 @@ def sweep(device: str = "h200", folder: str = FOLDER) -> pd.DataFrame:
 def against_model(device: str, shapes: pd.DataFrame) -> pd.DataFrame:
     """`shapes` (rows of `sweep`) with the model's requested sectors and measured over predicted."""
     from . import predict
+    from .suite.registry import get
 
-    pred = [predict(case, device, m=int(m), n=int(n), k=int(k),
-                    **({"unroll": int(u)} if case != "matmul.naive" else {})).l2_read_bytes / SECTOR_BYTES
-            for case, u, m, n, k in zip(shapes.case, shapes.unroll, shapes.m, shapes.n, shapes.k, strict=True)]
+    pred = [predict(r.case, device, m=int(r.m), n=int(r.n), k=int(r.k),
+                    **{p: int(getattr(r, p)) for p in ("unroll", "bypass") if p in get(r.case).defaults}
+                    ).l2_read_bytes / SECTOR_BYTES for r in shapes.itertuples()]
     return shapes.assign(predicted_sectors=pred, ratio=shapes.requested_sectors.to_numpy() / pred)

@@ -89,9 +89,11 @@ def _function(name: str, rows: list[tuple[int, str, str]]) -> Function:
 
 
 @functools.cache
-def functions(device_key: str) -> dict[str, Function]:
-    """The newest recorded SASS listing of a device ({} when none is recorded)."""
-    files = sorted((DATA_DIR / device_key).glob("run-*-sass.txt.gz"))
+def functions(device_key: str, check: str | None = None) -> dict[str, Function]:
+    """The newest recorded SASS listing of a device ({} when none is recorded): a run's, or with `check` the
+    one recorded beside that checks folder's sweeps (checks/<check>/<utc>/sass.txt.gz)."""
+    files = sorted((DATA_DIR / device_key).glob("run-*-sass.txt.gz") if check is None else
+                   (DATA_DIR / device_key / "checks" / check).glob("*/sass.txt.gz"))
     if not files:
         return {}
     with gzip.open(files[-1], "rt") as fh:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from perfmodel.naive_k import UNROLLED, against_model, sweep, unroll
+from perfmodel.naive_k import BYPASS, UNROLLED, against_model, sweep, unroll
 
 IN_STEP = {0, 4, 7, 8, 12, 14, 15}  # residues whose rows' bursts the sweep found on the per-block count
 
@@ -65,3 +65,19 @@ def test_model_over_counts_the_loop_unrolled_once():
     # the per-block count, which the default kernel meets at its in-step k, lies 11-13 % above the loop
     # unrolled once
     assert t.ratio.between(0.86, 0.90).all()
+
+
+def test_with_a_or_b_past_l1_no_residue_and_the_per_block_count_holds():
+    s = sweep("h200", BYPASS)
+    if s.empty:
+        pytest.skip("no naive_bypass sweep recorded")
+    s = s[(s.m == 1024) & (s.n == 1024)]
+    per = s.requested_sectors / s.k
+    spread = {b: g.max() / g.min() - 1 for b, g in per.groupby(s.bypass)}
+    # the kernel itself beside them spreads over 15 % with k mod 16; A past L1 (B's misses) 2.3 %, B past L1
+    # (A's misses) 0.5 %
+    assert spread[0] > 0.15 and spread[1] < 0.03 and spread[2] < 0.01
+    # the bypass kernels keep the default kernel's 16-times unrolled loop (the SASS recorded in the same call)
+    assert all(unroll("h200", f"matmul_naive_bypass{w}", BYPASS) == 16 for w in (1, 2))
+    t = against_model("h200", s[s.bypass.gt(0) & s.k.isin([2301, 2309, 2323, 2336])])
+    assert len(t) == 8 and (t.ratio - 1).abs().max() < 0.04

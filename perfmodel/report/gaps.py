@@ -20,9 +20,11 @@ REASONS: list[tuple[str, str, str]] = [
                                              "The naive kernel's L1 reuse also follows k mod 16, the times nvcc "
                                              "unrolls its k loop: at 5 and 13, then 3 and 11, then 1, 2, 6, 9 and "
                                              "10 its L1s request more than each block's own sectors, more the "
-                                             "larger k (checks/naive_k, 276 shapes; perfmodel.naive_k: which "
-                                             "lines L1 drops early is not found); grid rows of 66 blocks 5-16 % "
-                                             "fewer"),
+                                             "larger k (checks/naive_k, 276 shapes), and only where A and B "
+                                             "share L1: with either read past it (checks/naive_bypass) the "
+                                             "other's misses are flat over k and on the per-block count "
+                                             "(perfmodel.naive_k: which lines L1 drops early is not found); "
+                                             "grid rows of 66 blocks 5-16 % fewer"),
     ("l2_requested_read_sectors", "probe.barrier_", "two blocks on an SM cycle through one tile pool ~80-140 tiles "
                                                     "apart, one running 1.4-1.65x ahead, and meet in L1 where that "
                                                     "drift passes the other's recent tiles: where their round clocks "
@@ -43,15 +45,19 @@ REASONS: list[tuple[str, str, str]] = [
                                       "timing, so the share scatters around the law"),
     ("dram_", "probe.split_store", "partial sectors L2 loses before their second writer (the loss law, fitted "
                                    "at 128/512 MiB a buffer): L2 writes back 0.27-0.68 more per fill, the "
-                                   "model 0.5 (each lost sector's two pieces written back apart)"),
+                                   "model 0.5 (each lost sector's two pieces written back apart); not a draw "
+                                   "of the pages: at 64 Mi, 65536 apart, five allocations' in-kernel writes "
+                                   "repeat within 1 % (checks/split_repeat)"),
     ("dram_", "probe.piece_store", "sectors of 8 writers: lost with the loss law's share at their first-to-last "
                                    "span, one fill and two write-backs each (72 % filled at 28 MiB, the law 67 %); "
                                    "reads within 5 % from 14 MiB, but at 7 MiB the law says 11 %, L2 lost 3 %; "
                                    "at 56 MiB L2 wrote each sector back 3 times, the model twice (held-out 24)"),
     ("l2_write_", "probe.piece_", "L1 combines a block's 4-byte piece stores at a share that falls with the "
-                                  "launch's waves (models.combining, read off plan h200_combine's sizes): 2^22 "
-                                  "words measured 0.332 sectors a word where 2^21 and 2^23 measured 0.334 and "
-                                  "0.377 - timing, the share scatters around the law"),
+                                  "launch's waves (models.combining, read off plan h200_combine's sizes) - "
+                                  "timing: the share at one size moves by the call. At 3 Mi words three calls "
+                                  "wrote 0.30-0.31 sectors a word; another card's six launches 0.33-0.35, the "
+                                  "law 0.335 (checks/piece_sizes, 1-8 Mi: the law within 5 % of that call's "
+                                  "median at 12 of 15 sizes)"),
     ("dram_", "transpose.naive", "L2 fills from DRAM some sectors it holds no data of that warps write in 4-byte "
                                  "pieces (checks/fills_check.csv): the model takes the share measured at 32 x 8 "
                                  "threads; 2 and 4 block rows fill a little more, 32 less"),

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ..devices import DeviceSpec
-from ..naive_k import UNROLLED, against_model, sweep, unroll
+from ..naive_k import BYPASS, UNROLLED, against_model, sweep, unroll
 from . import figures
 from .page import Page
 
@@ -46,7 +46,7 @@ def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
         "sectors per thousand multiply-adds",
         overlays=(_model_line(modelled, m, n),))))
     inside = modelled[modelled.residue.isin(GROUPS[-1])]
-    unrolled = _unrolled(dev, folder, page, m, n)
+    unrolled = _unrolled(dev, folder, page, m, n) + _bypass(dev, folder, page, m, n)
     worst = modelled[modelled.residue.isin(GROUPS[0])]
     return (f" The naive kernel's L1 misses against k (figure 'naive kernel: L1 misses against k'; specs"
             f" experiments/naive_k_specs.txt, {len(s)} shapes under ncu, one allocation each): nvcc unrolls its k"
@@ -85,3 +85,33 @@ def _unrolled(dev: DeviceSpec, folder: Path, page: Page, m: int, n: int) -> str:
             " shares more between blocks than the model gives it; unrolled 4 times k = 1 mod 4 requests"
             f" {100 * (by4[1] / by4.drop(1).median() - 1):.0f} % more than the other k. The burst of loads a trip"
             " decides both how much L1 shares and at which k it loses lines.")
+
+
+def _bypass(dev: DeviceSpec, folder: Path, page: Page, m: int, n: int) -> str:
+    """A or B read past L1 beside the kernel itself at the same k, a figure and a sentence; empty where
+    unrecorded."""
+    swept = sweep(dev.key, BYPASS)
+    s = swept[(swept.m == m) & (swept.n == n)]
+    if s.empty:
+        return ""
+    name = {0: "both through L1 (matmul.naive)", 1: "A past L1 (bypass 1)", 2: "B past L1 (bypass 2)"}
+    per = s.requested_sectors / s.k
+    s = s.assign(y=per / per.groupby(s.bypass).transform("median"), group=s.bypass.map(name))
+    page.figures.append(("naive kernel: L1 misses against k, A or B past L1", figures.groups(
+        s, "k", "y", "group", folder / "matmul_naive_bypass.png",
+        f"naive matmul, m = n = {m}: A or B read with ld.global.cg", "k",
+        "requested sectors over the kernel's median over k")))
+    ks = sorted(s.k.unique())
+    modelled = against_model(dev.key, s[s.bypass.gt(0) & s.k.isin(ks[1::12])])
+    spread = {b: 100 * (g.max() - g.min()) for b, g in s.y.groupby(s.bypass)}
+    other = swept[swept.bypass.gt(0) & (swept.m != m)]
+    other = against_model(dev.key, other[other.k == other.k.min()]).set_index("bypass")
+    elsewhere = "".join(f", at {r.m} x {r.n} x {r.k} {100 * (r.ratio - 1):+.1f} % with {'AB'[b - 1]} past L1"
+                        for b, r in other.iterrows())
+    return (" With A or B read past L1 (matmul.naive_bypass, ld.global.cg; figure 'naive kernel: L1 misses against"
+            f" k, A or B past L1'; specs experiments/naive_bypass_specs.txt, k = {min(ks)}-{max(ks)}) the residue"
+            f" is gone: the requested sectors vary {spread[1]:.1f} % (A past L1) and {spread[2]:.1f} % (B past L1)"
+            f" over the 40 k where the kernel itself varies {spread[0]:.0f} %, and the model's per-block count"
+            f" holds them within {100 * (modelled.ratio - 1).abs().max():.1f} % at {len(modelled)} of those k"
+            f"{elsewhere}. Neither array's misses alone follow k mod 16; the excess comes where A's and B's"
+            " lines share L1.")
