@@ -16,6 +16,12 @@ from ..memory.coalescing import SECTOR_BYTES
 LOOKBACK = 3  # earlier blocks on an SM checked for overlap, per resident slot
 
 
+def kept(fill_bytes: np.ndarray, l1_bytes: float) -> np.ndarray:
+    """The share of a line still in L1 after `fill_bytes` of other lines came in: an L1 that replaces at
+    random keeps it with exp(-fills / L1)."""
+    return np.exp(-fill_bytes / l1_bytes)
+
+
 @dataclass(frozen=True)
 class Sharers:
     """Per block of one launch, how long (ns) before it each live sharer on its SM started (inf where
@@ -58,8 +64,8 @@ def placed_hits(loads: list[tuple[np.ndarray, float]], placements: tuple[Placeme
         for launch in share:
             total = 0.0
             for s, sectors in launch:
-                kept = np.exp(-s.since_ns * (blocks_per_sm * fill_bytes / s.block_ns) / l1_bytes)
-                total += sectors * float(np.sum(1 - np.prod(1 - kept, axis=1)))
+                alive = kept(s.since_ns * (blocks_per_sm * fill_bytes / s.block_ns), l1_bytes)
+                total += sectors * float(np.sum(1 - np.prod(1 - alive, axis=1)))
             per_launch.append(total)
         return float(np.mean(per_launch))
 

@@ -23,6 +23,7 @@ from ..devices import DeviceSpec
 from ..memory import Access, Launch
 from ..memory.coalescing import SECTOR_BYTES
 from ..memory.pattern import BLOCK_VARS, _Bound
+from . import placed
 from .combining import SEAMS, WARP_SEAMS, StoreCombining, store_combined
 from .dram import DramEstimate, dram_traffic
 from .l1 import L1Traffic, block_sent_sectors, block_unique_chunks, global_accesses, l1_windowed_sectors
@@ -196,8 +197,8 @@ def co_resident_hits(accesses: list[Access], launch: Launch, law: CoResidency | 
     later = (launch.blocks - first) / len(idx)  # blocks each sampled one stands for
 
     def hits(fill_bytes: float) -> float:
-        kept = np.exp(-times * blocks_per_sm * fill_bytes / l1_bytes).mean(axis=1)  # per slot j
-        return early + later * sum(sectors * float(np.sum(1 - np.prod(1 - kept[:, None] * shared, axis=0)))
+        alive = placed.kept(times * blocks_per_sm * fill_bytes, l1_bytes).mean(axis=1)  # per slot j
+        return early + later * sum(sectors * float(np.sum(1 - np.prod(1 - alive[:, None] * shared, axis=0)))
                                    for sectors, shared in sharing)
 
     return settled(hits, block_bytes, loaded)
