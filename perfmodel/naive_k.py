@@ -25,11 +25,13 @@ predict it."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pandas as pd
 
 from .allocation import launch_counts
+from .devices import DeviceSpec
 from .devices import device as lookup
 from .memory.coalescing import SECTOR_BYTES
 from .sass import functions
@@ -77,3 +79,34 @@ def against_model(device: str, shapes: pd.DataFrame) -> pd.DataFrame:
                     **{p: int(getattr(r, p)) for p in ("unroll", "bypass") if p in get(r.case).defaults}
                     ).l2_read_bytes / SECTOR_BYTES for r in shapes.itertuples()]
     return shapes.assign(predicted_sectors=pred, ratio=shapes.requested_sectors.to_numpy() / pred)
+
+
+CAUTION_EXCESS = 0.05  # residues whose sectors a k lie this far above the sweep's lower half get a note
+
+
+@functools.cache
+def residue_excess(device_key: str) -> dict[int, float]:
+    """Per k mod (the loop's unroll): the sweep's requested sectors a k at m = n = 1024, k = 2300-2340
+    (its median per residue), over the median of the lower half of the residues (those the model's
+    per-block count meets); {} where the sweep is not recorded."""
+    s = sweep(device_key)
+    s = s[(s.m == 1024) & (s.n == 1024) & s.k.between(2300, 2340)]
+    if s.empty:
+        return {}
+    per = (s.requested_sectors / s.k).groupby(s.residue).median()
+    base = per.sort_values().iloc[: len(per) // 2].median()
+    return {int(r): float(v / base - 1) for r, v in per.items()}
+
+
+def caution(dev: DeviceSpec, case: str, params: dict[str, int]) -> str | None:
+    """A note for a naive matmul at a k whose residue the recorded sweep found missing more in L1 than
+    the per-block count (None elsewhere, or where the sweep or SASS is not recorded)."""
+    if case != "matmul.naive" or not (excess := residue_excess(dev.key)):
+        return None
+    step = unroll(dev.key)
+    r = params["k"] % step
+    if excess.get(r, 0.0) < CAUTION_EXCESS:
+        return None
+    return (f"k = {params['k']} is {r} mod {step}, the times nvcc unrolls the k loop: at such k the recorded sweep's"
+            f" L1s requested {100 * excess[r]:.0f} % more L2 sectors than at the k the per-block count meets"
+            " (m = n = 1024, k near 2300; more at larger k) - not in this count (perfmodel.naive_k)")

@@ -81,3 +81,15 @@ def test_with_a_or_b_past_l1_no_residue_and_the_per_block_count_holds():
     assert all(unroll("h200", f"matmul_naive_bypass{w}", BYPASS) == 16 for w in (1, 2))
     t = against_model("h200", s[s.bypass.gt(0) & s.k.isin([2301, 2309, 2323, 2336])])
     assert len(t) == 8 and (t.ratio - 1).abs().max() < 0.04
+
+
+def test_predictions_at_a_costly_residue_carry_a_note():
+    from perfmodel import predict
+    from perfmodel.naive_k import residue_excess
+
+    excess = residue_excess("h200")
+    assert len(excess) == 16 and min(excess[r] for r in (3, 5, 13)) > 0.10
+    assert all(abs(excess[r]) < 0.02 for r in IN_STEP)
+    noted = [n for n in predict("matmul.naive", "h200", m=1092, n=1049, k=2805).notes if "mod 16" in n]
+    assert len(noted) == 1 and "5 mod 16" in noted[0]
+    assert not [n for n in predict("matmul.naive", "h200", m=1024, n=1024, k=2304).notes if "mod 16" in n]

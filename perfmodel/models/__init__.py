@@ -24,6 +24,7 @@ from ..errors import LimitError, PerfModelError
 from ..l2replay import predicted_read_bytes
 from ..measurements import load
 from ..memory import analyse
+from ..naive_k import caution as naive_k_caution
 from ..occupancy import occupancy
 from ..round_replay import replayed_hit_share
 from ..sass import functions
@@ -241,6 +242,8 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         notes.extend(below.notes)
     if (pages := allocation_caution(dev, case_name, p)) is not None:
         notes.append(pages)
+    if (residue := naive_k_caution(dev, case_name, p)) is not None:
+        notes.append(residue)
 
     flops = case.flops(p)
     fills = late_fills(ceil, below)
