@@ -41,12 +41,17 @@ def test_model_counts_in_step_residues_and_misses_the_rest(one_of_each):
     assert all(1.15 < gap[r] < 1.35 for r in (3, 5, 13))
 
 
-def test_unrolled_once_no_k_stands_out_and_four_times_k_mod_4():
-    s = sweep("h200", UNROLLED)
+def _square(folder: str):
+    """A sweep's shapes at m = n = 1024 and their requested sectors a k (skips where not recorded)."""
+    s = sweep("h200", folder)
     if s.empty:
-        pytest.skip("no naive_unroll sweep recorded")
+        pytest.skip(f"no {folder} sweep recorded")
     s = s[(s.m == 1024) & (s.n == 1024)]
-    per = s.requested_sectors / s.k
+    return s, s.requested_sectors / s.k
+
+
+def test_unrolled_once_no_k_stands_out_and_four_times_k_mod_4():
+    s, per = _square(UNROLLED)
     once, four = per[s.unroll == 1], per[s.unroll == 4]
     assert len(once) == len(four) == 40 and once.max() / once.min() < 1.03
     by = four.groupby(s.k % 4).median()
@@ -68,11 +73,7 @@ def test_model_over_counts_the_loop_unrolled_once():
 
 
 def test_with_a_or_b_past_l1_no_residue_and_the_per_block_count_holds():
-    s = sweep("h200", BYPASS)
-    if s.empty:
-        pytest.skip("no naive_bypass sweep recorded")
-    s = s[(s.m == 1024) & (s.n == 1024)]
-    per = s.requested_sectors / s.k
+    s, per = _square(BYPASS)
     spread = {b: g.max() / g.min() - 1 for b, g in per.groupby(s.bypass)}
     # the kernel itself beside them spreads over 15 % with k mod 16; A past L1 (B's misses) 2.3 %, B past L1
     # (A's misses) 0.5 %
