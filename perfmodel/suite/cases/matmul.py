@@ -81,6 +81,13 @@ register(KernelCase(
     flops=_flops, setup=_setup(False), compulsory_bytes=_compulsory, model="matmul",
     description="the naive kernel reading A (bypass 1) or B (bypass 2) past L1 with ld.global.cg"))
 
+register(KernelCase(
+    name="matmul.naive_smem", study="matmul", source="matmul.cu", defaults={**SIZE, "smem": 0},
+    entry=lambda p: "matmul_naive_bypass0", launch=_naive_launch, accesses=_naive_accesses(False),
+    dynamic_smem=lambda p: p["smem"], flops=_flops, setup=_setup(False), compulsory_bytes=_compulsory,
+    model="matmul", description="the naive kernel with `smem` bytes of shared memory a block it leaves unused: "
+                                "the carveout grows, L1 shrinks"))
+
 
 def _tiled_launch(p, coarse: int = 1) -> Launch:
     t = p["tile"]
