@@ -20,8 +20,12 @@ experiments/naive_bypass_specs.txt, the same 16-times unrolled loop) the residue
 requested sectors vary 2.3 % (A past L1) and 0.5 % (B past L1) over k = 2300-2339, where the kernel itself
 varies 22 %, and the model's per-block count holds both within 3.5 % (B's misses with A past L1 run 9-13 %
 above it at 1092 x 1049). Neither array's misses follow k mod 16 alone: the excess comes where A's and B's
-lines share L1. Which lines L1 drops early, and why the burst decides it, is not found, so the model does not
-predict it."""
+lines share L1. And it is L1's capacity: launched with 12 KiB of shared memory a block it leaves unused
+(matmul.naive_smem, experiments/naive_smem_specs.txt; L1 124 KiB where it had 224) k = 0 and 8 mod 16 still
+request within 3 % of the model's count while 5 and 13 request 49-58 % more (20 % at 224 KiB), and at 24 KiB
+a block (L1 28 KiB) every k requests 2.1-3.6x the count - the model's window rule (models.l1.
+l1_windowed_sectors) gives it only 1-18 % more. Which lines a small L1 drops first, and why the burst's
+position in A's sectors decides it, is not modelled: the model keeps the per-block count."""
 
 from __future__ import annotations
 
@@ -39,6 +43,7 @@ from .sass import functions
 FOLDER = "naive_k"  # matmul.naive over k
 UNROLLED = "naive_unroll"  # matmul.naive_unrolled (unroll 1 and 4) beside matmul.naive
 BYPASS = "naive_bypass"  # matmul.naive_bypass (A or B past L1) beside matmul.naive
+SMEM = "naive_smem"  # matmul.naive_smem: the kernel with L1 at 224, 124 and 28 KiB
 REQUESTED = "l1tex__m_xbar2l1tex_read_sectors.sum"  # the L2 read sectors the L1s request (l2_requested_read_sectors)
 
 
@@ -51,10 +56,11 @@ def unroll(device_key: str = "h200", kernel: str = "matmul_naive", check: str | 
 
 def sweep(device: str = "h200", folder: str = FOLDER) -> pd.DataFrame:
     """One row per swept launch pair: case, unroll (matmul.naive's: `unroll`), bypass (matmul.naive_bypass's
-    array read past L1: 1 A, 2 B; else 0), m, n, k, residue (k modulo 16, the default kernel's unroll) and
-    requested_sectors (the mean of its two launches); empty where not recorded."""
+    array read past L1: 1 A, 2 B; else 0), smem (matmul.naive_smem's unused shared memory a block, bytes;
+    else 0), m, n, k, residue (k modulo 16, the default kernel's unroll) and requested_sectors (the mean of
+    its two launches); empty where not recorded."""
     counts = launch_counts(device, folder, REQUESTED)
-    cols = ["case", "unroll", "bypass", "m", "n", "k", "residue", "requested_sectors"]
+    cols = ["case", "unroll", "bypass", "smem", "m", "n", "k", "residue", "requested_sectors"]
     if counts.empty:
         return pd.DataFrame(columns=cols)
     params = pd.json_normalize(counts.params.map(json.loads).tolist())
@@ -64,7 +70,7 @@ def sweep(device: str = "h200", folder: str = FOLDER) -> pd.DataFrame:
         return params.get(name, pd.Series(index=params.index, dtype=float)).fillna(otherwise).astype(int)
 
     out = pd.DataFrame({"case": counts.case, "m": params.m, "n": params.n, "k": params.k,
-                        "unroll": given("unroll", default), "bypass": given("bypass", 0),
+                        "unroll": given("unroll", default), "bypass": given("bypass", 0), "smem": given("smem", 0),
                         "requested_sectors": (counts["first"] + counts["second"]) / 2})
     out["residue"] = out.k % default
     return out[cols]
@@ -76,7 +82,7 @@ def against_model(device: str, shapes: pd.DataFrame) -> pd.DataFrame:
     from .suite.registry import get
 
     pred = [predict(r.case, device, m=int(r.m), n=int(r.n), k=int(r.k),
-                    **{p: int(getattr(r, p)) for p in ("unroll", "bypass") if p in get(r.case).defaults}
+                    **{p: int(getattr(r, p)) for p in ("unroll", "bypass", "smem") if p in get(r.case).defaults}
                     ).l2_read_bytes / SECTOR_BYTES for r in shapes.itertuples()]
     return shapes.assign(predicted_sectors=pred, ratio=shapes.requested_sectors.to_numpy() / pred)
 

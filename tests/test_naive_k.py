@@ -2,7 +2,7 @@
 
 import pytest
 
-from perfmodel.naive_k import BYPASS, UNROLLED, against_model, sweep, unroll
+from perfmodel.naive_k import BYPASS, SMEM, UNROLLED, against_model, sweep, unroll
 
 IN_STEP = {0, 4, 7, 8, 12, 14, 15}  # residues whose rows' bursts the sweep found on the per-block count
 
@@ -94,3 +94,17 @@ def test_predictions_at_a_costly_residue_carry_a_note():
     noted = [n for n in predict("matmul.naive", "h200", m=1092, n=1049, k=2805).notes if "mod 16" in n]
     assert len(noted) == 1 and "5 mod 16" in noted[0]
     assert not [n for n in predict("matmul.naive", "h200", m=1024, n=1024, k=2304).notes if "mod 16" in n]
+
+
+def test_a_smaller_l1_costs_the_off_step_residues_first_then_every_k():
+    s, per = _square(SMEM)
+    assert s.smem.value_counts().to_dict() == {0: 40, 12288: 40, 24576: 40}
+    assert unroll("h200", "matmul_naive_bypass0", SMEM) == 16
+    t = against_model("h200", s[s.k.isin([2301, 2304, 2309, 2312])]).astype({"residue": int})
+    ratio = t.set_index(["smem", "residue"]).ratio
+    # L1 at 124 KiB (12 KiB unused shared a block): k = 0 and 8 mod 16 on the count (+2..+3 %), 5 and 13
+    # 49-58 % above (about 20 % at 224 KiB)
+    assert all(abs(ratio[12288, r] - 1) < 0.04 for r in (0, 8)) and min(ratio[12288, r] for r in (5, 13)) > 1.4
+    assert max(ratio[0, r] for r in (5, 13)) < 1.3
+    # the known gap: at 28 KiB every k 2.1-3.6x the model's count
+    assert (ratio[24576] > 2.0).all()

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from ..devices import DeviceSpec
-from ..naive_k import BYPASS, UNROLLED, against_model, sweep, unroll
+from ..naive_k import BYPASS, SMEM, UNROLLED, against_model, sweep, unroll
 from . import figures
 from .page import Page
 
@@ -46,7 +46,7 @@ def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
         "sectors per thousand multiply-adds",
         overlays=(_model_line(modelled, m, n),))))
     inside = modelled[modelled.residue.isin(GROUPS[-1])]
-    unrolled = _unrolled(dev, folder, page, m, n) + _bypass(dev, folder, page, m, n)
+    unrolled = _unrolled(dev, folder, page, m, n) + _bypass(dev, folder, page, m, n) + _smem(dev, folder, page, m, n)
     worst = modelled[modelled.residue.isin(GROUPS[0])]
     return (f" The naive kernel's L1 misses against k (figure 'naive kernel: L1 misses against k'; specs"
             f" experiments/naive_k_specs.txt, {len(s)} shapes under ncu, one allocation each): nvcc unrolls its k"
@@ -115,3 +115,40 @@ def _bypass(dev: DeviceSpec, folder: Path, page: Page, m: int, n: int) -> str:
             f" holds them within {100 * (modelled.ratio - 1).abs().max():.1f} % at {len(modelled)} of those k"
             f"{elsewhere}. Neither array's misses alone follow k mod 16; the excess comes where A's and B's"
             " lines share L1.")
+
+
+def _smem(dev: DeviceSpec, folder: Path, page: Page, m: int, n: int) -> str:
+    """The kernel with L1 shrunk by shared memory it leaves unused, a figure and a sentence; empty where
+    unrecorded."""
+    s = sweep(dev.key, SMEM)
+    s = s[(s.m == m) & (s.n == n)]
+    if s.empty:
+        return ""
+    l1_kib = {x: (dev.l1_bytes_per_sm - _carveout(dev, x)) // 1024 for x in sorted(s.smem.unique())}
+    s = s.assign(y=_per_thousand(s.requested_sectors, s.k, m, n),
+                 group=s.smem.map(lambda x: f"L1 {l1_kib[x]:3d} KiB ({x // 1024} KiB unused shared a block)"))
+    first = s[s.residue.isin([0, 5, 8, 13])].groupby(["smem", "residue"]).k.transform("min")
+    modelled = against_model(dev.key, s[s.k.eq(first.reindex(s.index))])  # the first k of residues 0, 5, 8, 13
+    page.figures.append(("naive kernel: L1 misses against k, by L1 size", figures.groups(
+        s, "k", "y", "group", folder / "matmul_naive_smem.png",
+        f"naive matmul, m = n = {m}: L1 shrunk by unused shared memory", "k",
+        "sectors per thousand multiply-adds",
+        overlays=tuple(_model_line(g, m, n)[:2] + (mark, f"model, L1 {l1_kib[x]} KiB")
+                       for (x, g), mark in zip(modelled.groupby("smem"), ("kx", "k+", "k*"), strict=False)))))
+    mid, small = sorted(l1_kib)[1], max(l1_kib)
+    at = modelled[modelled.smem.eq(mid)].astype({"residue": int}).set_index("residue").ratio
+    low = modelled[modelled.smem.eq(small)].ratio
+    return (f" And it is L1's capacity (matmul.naive_smem: the kernel launched with shared memory it leaves unused;"
+            f" figure 'naive kernel: L1 misses against k, by L1 size'; specs experiments/naive_smem_specs.txt): with"
+            f" L1 at {l1_kib[mid]} KiB k = 0 and 8 mod 16 still request within"
+            f" {100 * (at[[0, 8]] - 1).abs().max():.0f} % of the model's count while 5 and 13 request"
+            f" {100 * (at[[5, 13]].min() - 1):.0f}-{100 * (at[[5, 13]].max() - 1):.0f} % more; at {l1_kib[small]} KiB"
+            f" every k requests {low.min():.1f}-{low.max():.1f}x the count. The model's window rule misses how a"
+            " small L1 loses A's and B's lines.")
+
+
+def _carveout(dev: DeviceSpec, smem: int) -> int:
+    """The carveout the driver picks for the naive kernel's launch with `smem` bytes a block."""
+    from ..models import predict
+
+    return predict("matmul.naive_smem", dev.key, m=1024, n=1024, k=1024, smem=int(smem)).occupancy.carveout_bytes
