@@ -79,7 +79,7 @@ register(KernelCase(
     name="matmul.naive_bypass", study="matmul", source="matmul.cu", defaults={**SIZE, "bypass": 1},
     entry=lambda p: f"matmul_naive_bypass{p['bypass']}", launch=_naive_launch, accesses=_naive_accesses(False),
     flops=_flops, setup=_setup(False), compulsory_bytes=_compulsory, model="matmul",
-    description="the naive kernel reading A (bypass 1) or B (bypass 2) past L1 with ld.global.cg"))
+    description="the naive kernel reading A (bypass 1) or B (bypass 2) past L1 with ld.global.cg (0: neither)"))
 
 register(KernelCase(
     name="matmul.naive_smem", study="matmul", source="matmul.cu", defaults={**SIZE, "smem": 0},
