@@ -83,9 +83,9 @@ __device__ __forceinline__ void naive_unrolled(const float* __restrict__ A, cons
 NAIVE_UNROLLED(1)
 NAIVE_UNROLLED(4)
 
-// The naive kernel with A (W = 1) or B (W = 2) read through ld.global.cg, past L1 (W = 0: neither): each L2 sector the L1s
-// then request beyond the bypassed array's own is the other array's miss - which of A and B L1 drops where
-// k mod 16 costs misses (perfmodel.naive_k).
+// The naive kernel with A (W = 1) or B (W = 2) read through ld.global.cg, past L1 (W = 0: neither): each L2
+// sector the L1s then request beyond the bypassed array's own is the other array's miss - which of A and B
+// L1 drops where k mod 16 costs misses (perfmodel.naive_k).
 template <int W>
 __device__ __forceinline__ void naive_bypass(const float* __restrict__ A, const float* __restrict__ B,
                                              float* __restrict__ C, int M, int N, int K) {

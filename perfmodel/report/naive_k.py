@@ -22,6 +22,11 @@ def _per_thousand(sectors, k, m: int, n: int):
     return sectors / k * 1e3 / (m * n)
 
 
+def _at(swept, m: int, n: int):
+    """A sweep's shapes at m x n."""
+    return swept[(swept.m == m) & (swept.n == n)]
+
+
 def _model_line(modelled, m: int, n: int) -> tuple:
     """`against_model`'s predictions as a figure overlay, per thousand multiply-adds."""
     return (modelled.k.to_numpy(), _per_thousand(modelled.predicted_sectors.to_numpy(), modelled.k.to_numpy(), m, n),
@@ -63,8 +68,7 @@ def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
 
 def _unrolled(dev: DeviceSpec, folder: Path, page: Page, m: int, n: int) -> str:
     """The loop unrolled 1, 4 and 16 times at the same k, a figure and a sentence; empty where unrecorded."""
-    s = sweep(dev.key, UNROLLED)
-    s = s[(s.m == m) & (s.n == n)]
+    s = _at(sweep(dev.key, UNROLLED), m, n)
     if s.empty:
         return ""
     s = s.assign(y=_per_thousand(s.requested_sectors, s.k, m, n),
@@ -91,7 +95,7 @@ def _bypass(dev: DeviceSpec, folder: Path, page: Page, m: int, n: int) -> str:
     """A or B read past L1 beside the kernel itself at the same k, a figure and a sentence; empty where
     unrecorded."""
     swept = sweep(dev.key, BYPASS)
-    s = swept[(swept.m == m) & (swept.n == n)]
+    s = _at(swept, m, n)
     if s.empty:
         return ""
     name = {0: "both through L1 (matmul.naive)", 1: "A past L1 (bypass 1)", 2: "B past L1 (bypass 2)"}
@@ -120,8 +124,7 @@ def _bypass(dev: DeviceSpec, folder: Path, page: Page, m: int, n: int) -> str:
 def _smem(dev: DeviceSpec, folder: Path, page: Page, m: int, n: int) -> str:
     """The kernel with L1 shrunk by shared memory it leaves unused, a figure and a sentence; empty where
     unrecorded."""
-    s = sweep(dev.key, SMEM)
-    s = s[(s.m == m) & (s.n == n)]
+    s = _at(sweep(dev.key, SMEM), m, n)
     if s.empty:
         return ""
     l1_kib = {x: (dev.l1_bytes_per_sm - _carveout(dev, x)) // 1024 for x in sorted(s.smem.unique())}
