@@ -115,7 +115,7 @@ def _bypass(dev: DeviceSpec, folder: Path, page: Page, m: int, n: int) -> str:
     return (" With A or B read past L1 (matmul.naive_bypass, ld.global.cg; figure 'naive kernel: L1 misses against"
             f" k, A or B past L1'; specs experiments/naive_bypass_specs.txt, k = {min(ks)}-{max(ks)}) the residue"
             f" is gone: the requested sectors vary {spread[1]:.1f} % (A past L1) and {spread[2]:.1f} % (B past L1)"
-            f" over the 40 k where the kernel itself varies {spread[0]:.0f} %, and the model's per-block count"
+            f" over the {len(ks)} k where the kernel itself varies {spread[0]:.0f} %, and the model's per-block count"
             f" holds them within {100 * (modelled.ratio - 1).abs().max():.1f} % at {len(modelled)} of those k"
             f"{elsewhere}. Neither array's misses alone follow k mod 16; the excess comes where A's and B's"
             " lines share L1.")
