@@ -24,26 +24,37 @@ lines share L1. And it is L1's capacity: launched with 12 KiB of shared memory a
 (matmul.naive_smem, experiments/naive_smem_specs.txt; L1 124 KiB where it had 224) k = 0 and 8 mod 16 still
 request within 3 % of the model's count while 5 and 13 request 49-58 % more (20 % at 224 KiB), and at 24 KiB
 a block (L1 28 KiB) every k requests 2.1-3.6x the count - the model's window rule (models.l1.
-l1_windowed_sectors) gives it only 1-18 % more. Which lines a small L1 drops first, and why the burst's
-position in A's sectors decides it, is not modelled: the model keeps the per-block count."""
+l1_windowed_sectors) gives it only 1-18 % more.
+
+What the model takes (2026-12-03): each residue's excess over the in-step residues at m = n = 1024 is a
+line in k (`residue_lines`: k = 5 mod 16 from +4 % at 1349 to +37 % at 3669, rms 1.6 % about it), and
+where B's row segments cross a line the excess is 1 + c x their share as large (`pitch_gain`: the naive_pitch
+sweep, experiments/naive_pitch_specs.txt - every n from 1024 to 1055 at m = 1024, k = 2805 - gives c = 2.1
+from its own in-step k = 2800 beside). Held out (46 sets measured before), the naive kernel's L2 reads
+within 5 % went from 67 to 82 of 90. Not modelled: from n = 1041 (66 blocks a row: blocks on one SM read
+the same B columns) the L1s request 10-15 % more than that; the excess grows with the grid's rows (at
+n = 1049, k = 2805: 1.5x the aligned line's at m = 512, 3.5x at 3072); and at n = 3000-4101 (m = 1024)
+there is none - the model 25-50 % over. A small L1's losses (naive_smem) are not modelled either."""
 
 from __future__ import annotations
 
 import functools
 import json
 
+import numpy as np
 import pandas as pd
 
 from .allocation import launch_counts
 from .devices import DeviceSpec
 from .devices import device as lookup
-from .memory.coalescing import SECTOR_BYTES
+from .memory.coalescing import SECTOR_BYTES, straddle_share
 from .sass import functions
 
 FOLDER = "naive_k"  # matmul.naive over k
 UNROLLED = "naive_unroll"  # matmul.naive_unrolled (unroll 1 and 4) beside matmul.naive
 BYPASS = "naive_bypass"  # matmul.naive_bypass (A or B past L1) beside matmul.naive
 SMEM = "naive_smem"  # matmul.naive_smem: the kernel with L1 at 224, 124 and 28 KiB
+PITCH = "naive_pitch"  # matmul.naive over B's pitch (n), m and k at residues 0, 3 and 5
 REQUESTED = "l1tex__m_xbar2l1tex_read_sectors.sum"  # the L2 read sectors the L1s request (l2_requested_read_sectors)
 
 
@@ -87,32 +98,82 @@ def against_model(device: str, shapes: pd.DataFrame) -> pd.DataFrame:
     return shapes.assign(predicted_sectors=pred, ratio=shapes.requested_sectors.to_numpy() / pred)
 
 
-CAUTION_EXCESS = 0.05  # residues whose sectors a k lie this far above the sweep's lower half get a note
+@functools.cache
+def residue_lines(device_key: str) -> dict[int, tuple[float, float, int, int]]:
+    """Per k mod the loop's unroll: the sweep's excess of requested sectors over the in-step residues' at
+    m = n = 1024 as a line in k, (a, b) of a + b k, and the k it was swept from and to. In step: the lower half
+    of the residues by their median over a line through all the sweep's sectors a k; their sectors a k, a line
+    in k, are the base each point's excess is taken over. {} where the sweep is not recorded."""
+    s = sweep(device_key)
+    s = s[(s.case == "matmul.naive") & (s.m == 1024) & (s.n == 1024)]
+    if s.empty:
+        return {}
+    k, per = s.k.to_numpy(float), (s.requested_sectors / s.k).to_numpy()
+    rest = per - np.polyval(np.polyfit(k, per, 1), k)
+    by = pd.Series(rest).groupby(s.residue.to_numpy()).median().sort_values()
+    step = s.residue.isin(by.index[: len(by) // 2]).to_numpy()
+    excess = per / np.polyval(np.polyfit(k[step], per[step], 1), k) - 1
+    out = {}
+    for r, g in s.groupby("residue"):
+        b, a = np.polyfit(g.k.to_numpy(float), excess[s.residue.to_numpy() == r], 1)
+        out[int(r)] = (float(a), float(b), int(g.k.min()), int(g.k.max()))
+    return out
+
+
+def _b_share(params: dict[str, int]) -> float:
+    """The share of the naive kernel's B row segments (its block's width of floats) across a 128-byte line."""
+    from .suite.registry import get
+
+    return straddle_share(get("matmul.naive").launch(params).block[0], params["n"])
+
+
+def _line(lines: dict[int, tuple[float, float, int, int]], k: int, step: int) -> float:
+    """A residue's line (`residue_lines`) at k, held past the largest k swept."""
+    a, b, _, high = lines[k % step]
+    return a + b * min(k, high)
 
 
 @functools.cache
-def residue_excess(device_key: str) -> dict[int, float]:
-    """Per k mod (the loop's unroll): the sweep's requested sectors a k at m = n = 1024, k = 2300-2340
-    (its median per residue), over the median of the lower half of the residues (those the model's
-    per-block count meets); {} where the sweep is not recorded."""
-    s = sweep(device_key)
-    s = s[(s.m == 1024) & (s.n == 1024) & s.k.between(2300, 2340)]
-    if s.empty:
-        return {}
-    per = (s.requested_sectors / s.k).groupby(s.residue).median()
-    base = per.sort_values().iloc[: len(per) // 2].median()
-    return {int(r): float(v / base - 1) for r, v in per.items()}
+def pitch_gain(device_key: str) -> float:
+    """How much more of the excess the L1s request where B's row segments cross a 128-byte line: c of
+    1 + c x `straddle_share`, least squares through 0 over the PITCH sweep at m = 1024 - at each n swept at
+    k = 2800 (0 mod 16: its sectors a k, less that residue's line, the per-block count) an off-step k a few
+    on gives that n's excess over its line's. 0 where not recorded."""
+    lines, s = residue_lines(device_key), sweep(device_key, PITCH)
+    s = s[(s.case == "matmul.naive") & (s.m == 1024)]
+    if not lines or s.empty:
+        return 0.0
+    step = unroll(device_key)
+    x, y = [], []
+    for n, g in s.groupby("n"):
+        base = g[g.residue == 0]
+        if base.empty:
+            continue
+        k0 = int(base.k.iloc[0])
+        per = float(base.requested_sectors.iloc[0]) / k0 / (1 + _line(lines, k0, step))
+        for r in g[(g.k > k0) & (g.k < k0 + step)].itertuples():
+            if (line := _line(lines, int(r.k), step)) > 0.05:
+                x.append(_b_share({"m": 1024, "n": int(n), "k": int(r.k)}))
+                y.append((r.requested_sectors / r.k / per - 1) / line - 1)
+    x, y = np.array(x), np.array(y)
+    return float((x * y).sum() / (x * x).sum()) if (x * x).sum() else 0.0
 
 
-def caution(dev: DeviceSpec, case: str, params: dict[str, int]) -> str | None:
-    """A note for a naive matmul at a k whose residue the recorded sweep found missing more in L1 than
-    the per-block count (None elsewhere, or where the sweep or SASS is not recorded)."""
-    if case != "matmul.naive" or not (excess := residue_excess(dev.key)):
+def excess(dev: DeviceSpec, case: str, params: dict[str, int]) -> tuple[float, str] | None:
+    """The share of L2 sectors the naive kernel's L1s request beyond the per-block count at this k mod the
+    loop's unroll: the sweep's line for the residue (`residue_lines`) at k, held past the largest k swept,
+    times 1 + `pitch_gain` x the share of B's row segments across a line; None for other kernels, where
+    not recorded, and where under half a percent."""
+    if case != "matmul.naive" or not (lines := residue_lines(dev.key)):
         return None
     step = unroll(dev.key)
-    r = params["k"] % step
-    if excess.get(r, 0.0) < CAUTION_EXCESS:
+    k, r = params["k"], params["k"] % step
+    share = _b_share(params)
+    gain = 1 + pitch_gain(dev.key) * share
+    if (extra := _line(lines, k, step) * gain) < 0.005:
         return None
-    return (f"k = {params['k']} is {r} mod {step}, the times nvcc unrolls the k loop: at such k the recorded sweep's"
-            f" L1s requested {100 * excess[r]:.0f} % more L2 sectors than at the k the per-block count meets"
-            " (m = n = 1024, k near 2300; more at larger k) - not in this count (perfmodel.naive_k)")
+    swept = f"k = {lines[r][2]}-{lines[r][3]}"
+    return extra, (f"k = {k} is {r} mod {step}, the times nvcc unrolls the k loop: the L1s request {100 * extra:.0f} %"
+                   f" more L2 sectors than the per-block count, as the recorded sweep at such k did (m = n = 1024,"
+                   f" {swept}" + (f"; x{gain:.2f}: {100 * share:.0f} % of B's row segments cross a line" if share
+                                  else "") + "; perfmodel.naive_k)")

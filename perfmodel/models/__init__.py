@@ -24,7 +24,7 @@ from ..errors import LimitError, PerfModelError
 from ..l2replay import predicted_read_bytes
 from ..measurements import load
 from ..memory import analyse
-from ..naive_k import caution as naive_k_caution
+from ..naive_k import excess as naive_k_excess
 from ..occupancy import occupancy
 from ..round_replay import replayed_hit_share
 from ..sass import functions
@@ -229,7 +229,9 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                      placements_of(dev.key, case_name, p) if placed else (), b_loss,
                      # two blocks an SM reading one tile pool in rounds: which tiles meet in L1 is
                      # their drift apart, as their recorded round clocks give it
-                     replayed_hit_share(dev.key, case_name, p, l1_share * blocks_per_sm), merge)
+                     replayed_hit_share(dev.key, case_name, p, l1_share * blocks_per_sm), merge,
+                     # the naive kernel's L1s miss more at some k mod its unroll (its measured lines)
+                     naive_k_excess(dev, case_name, p))
     dram, req = below.dram, below.requests
     if b_loss is None and (replayed := predicted_read_bytes(case_name, p, launch.grid, resident, dev.key)) is not None:
         # B between the L2 partitions: the recorded schedule replayed, not the linear share; where B's
@@ -242,8 +244,6 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         notes.extend(below.notes)
     if (pages := allocation_caution(dev, case_name, p)) is not None:
         notes.append(pages)
-    if (residue := naive_k_caution(dev, case_name, p)) is not None:
-        notes.append(residue)
 
     flops = case.flops(p)
     fills = late_fills(ceil, below)

@@ -212,12 +212,15 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
              partial_lost: Callable[[float], float] | None = None,
              store_spread_blocks: np.ndarray | None = None, first_waves: tuple[np.ndarray, ...] = (),
              placements: tuple[Placement, ...] = (), b_loss: tuple[float, str] | None = None,
-             replayed_hit_share: float | None = None, store_merge: tuple[float, float] = (1.0, 1.0)) -> Traffic:
+             replayed_hit_share: float | None = None, store_merge: tuple[float, float] = (1.0, 1.0),
+             l1_excess: tuple[float, str] | None = None) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block; `varying_sectors`:
     the exact L1 sectors of the loads that differ by block, which the sampled reuse scales), less what
     co-resident blocks share in L1 - the `replayed_hit_share` of them where the launch's round clocks
     were recorded (the barrier probes), else as its recorded `placements` met, else by the pooled
-    `coresidency` law. Writes: every store sector, less what L1 combines (`combining`: the measured
+    `coresidency` law; times 1 + the `l1_excess` share (with its note) that a kernel's L1s were measured
+    to request beyond that (the naive matmul at some k mod its unroll, perfmodel.naive_k).
+    Writes: every store sector, less what L1 combines (`combining`: the measured
     share against the launch's waves, or of a warp's run of stores where they share lines -
     `store_merge`, models.l1.store_merge_shares), or per block and line for load-free kernels. DRAM:
     compulsory bytes (or, with no closed form, the distinct DRAM granules read), read-modify-writes
@@ -260,6 +263,9 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         notes.append(f"co-resident blocks share {100 * hits * SECTOR_BYTES / l2_read:.0f} % of the loaded sectors "
                      f"in L1 ({met})")
         l2_read -= int(hits * SECTOR_BYTES)
+    if l1_excess is not None:
+        l2_read = int(l2_read * (1 + l1_excess[0]))
+        notes.append(l1_excess[1])
     l2_read = min(l2_read, l1.load_sectors * SECTOR_BYTES) + l1.uncached_load_sectors * SECTOR_BYTES
     (per_block_stores,) = block_unique_chunks(accesses, launch, store=True)
     pieces_written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
