@@ -120,7 +120,7 @@ def residue_lines(device_key: str) -> dict[int, tuple[float, float, int, int]]:
     return out
 
 
-def _b_share(params: dict[str, int]) -> float:
+def b_share(params: dict[str, int]) -> float:
     """The share of the naive kernel's B row segments (its block's width of floats) across a 128-byte line."""
     from .suite.registry import get
 
@@ -153,7 +153,7 @@ def pitch_gain(device_key: str) -> float:
         per = float(base.requested_sectors.iloc[0]) / k0 / (1 + _line(lines, k0, step))
         for r in g[(g.k > k0) & (g.k < k0 + step)].itertuples():
             if (line := _line(lines, int(r.k), step)) > 0.05:
-                x.append(_b_share({"m": 1024, "n": int(n), "k": int(r.k)}))
+                x.append(b_share({"m": 1024, "n": int(n), "k": int(r.k)}))
                 y.append((r.requested_sectors / r.k / per - 1) / line - 1)
     x, y = np.array(x), np.array(y)
     return float((x * y).sum() / (x * x).sum()) if (x * x).sum() else 0.0
@@ -168,7 +168,7 @@ def excess(dev: DeviceSpec, case: str, params: dict[str, int]) -> tuple[float, s
         return None
     step = unroll(dev.key)
     k, r = params["k"], params["k"] % step
-    share = _b_share(params)
+    share = b_share(params)
     gain = 1 + pitch_gain(dev.key) * share
     if (extra := _line(lines, k, step) * gain) < 0.005:
         return None

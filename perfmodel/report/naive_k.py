@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..devices import DeviceSpec
-from ..naive_k import BYPASS, PITCH, SMEM, UNROLLED, against_model, pitch_gain, sweep, unroll
+from ..naive_k import BYPASS, PITCH, SMEM, UNROLLED, against_model, b_share, excess, pitch_gain, sweep, unroll
 from . import figures
 from .page import Page
 
@@ -48,6 +48,8 @@ def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
         f"naive matmul, m = n = {m}: sectors the L1s request from L2", "k",
         "sectors per thousand multiply-adds",
         overlays=(_model_line(modelled, m, n),))))
+    worst = modelled[modelled.residue.isin(GROUPS[0])]
+    alone = worst.ratio * [1 + excess(dev, "matmul.naive", {"m": m, "n": n, "k": int(k)})[0] for k in worst.k]
     unrolled = (_pitch(dev, folder, page) + _unrolled(dev, folder, page, m, n) + _bypass(dev, folder, page, m, n)
                 + _smem(dev, folder, page, m, n))
     return (f" The naive kernel's L1 misses against k (figure 'naive kernel: L1 misses against k'; specs"
@@ -55,23 +57,22 @@ def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
             f" loop {step_k} times, and A's rows, k floats apart, start at k mod {step_k} in their sectors. The"
             " model counts each block's own sectors once and adds each residue's excess, a line in k fitted on"
             " this sweep (naive_k.residue_lines): the L1s request"
-            f" {100 * (modelled.ratio.min() - 1):+.1f}..{100 * (modelled.ratio.max() - 1):+.1f} % of the model at the"
-            f" {len(modelled)} modelled grid points (at 5 and 13 mod 16 the per-block count alone was 6-32 % short"
-            " here, growing with k). ncu's L1 set-conflict counter does not follow the residue, and which lines L1"
-            " drops early is not found (perfmodel.naive_k)." + unrolled)
+            f" {100 * (modelled.ratio.min() - 1):+.1f}…{100 * (modelled.ratio.max() - 1):+.1f} % against the model at"
+            f" the {len(modelled)} modelled grid points, where at 5 and 13 mod 16 the per-block count alone is"
+            f" {100 * (alone.min() - 1):.0f}-{100 * (alone.max() - 1):.0f} % short, growing with k. ncu's L1"
+            " set-conflict counter does not follow the residue, and which lines L1 drops early is not found"
+            " (perfmodel.naive_k)." + unrolled)
 
 
 def _pitch(dev: DeviceSpec, folder: Path, page: Page, m: int = 1024, k: int = 2805) -> str:
     """The excess against B's pitch at one k, a figure and a sentence; empty where unrecorded."""
-    from ..memory.coalescing import straddle_share
-
     s = sweep(dev.key, PITCH)
     s = s[(s.m == m) & (s.k == k)]
     s = s[s.n < s.n.min() + 32]
     if s.empty:
         return ""
     modelled = against_model(dev.key, s).sort_values("n")
-    share = modelled.n.map(lambda n: straddle_share(16, n))
+    share = modelled.n.map(lambda n: b_share({"m": m, "n": int(n), "k": k}))
     page.figures.append(("naive kernel: L1 misses against B's pitch", figures.groups(
         modelled.assign(y=_per_thousand(modelled.requested_sectors, k, m, modelled.n),
                         group=share.map(lambda x: f"{100 * x:.0f} % of B's row segments across a line")),
