@@ -25,7 +25,10 @@ def test_a_prediction_survives_the_frozen_file():
 @pytest.fixture(scope="module", params=sets())
 def held(request):
     name = request.param
-    return name, frozen(name, "h200"), load("h200", HOLDOUT_DIR / name), compare_holdout(name, "h200")
+    data = load("h200", HOLDOUT_DIR / name)
+    if not len(data):
+        pytest.skip(f"{name}: predictions frozen, not measured yet (no run recorded beside them)")
+    return name, frozen(name, "h200"), data, compare_holdout(name, "h200")
 
 
 def test_predictions_were_frozen_before_the_run_measured_them(held):
