@@ -49,7 +49,8 @@ def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
         "sectors per thousand multiply-adds",
         overlays=(_model_line(modelled, m, n),))))
     worst = modelled[modelled.residue.isin(GROUPS[0])]
-    alone = worst.ratio * [1 + excess(dev, "matmul.naive", {"m": m, "n": n, "k": int(k)})[0] for k in worst.k]
+    alone = worst.ratio * [1 + (excess(dev, "matmul.naive", {"m": m, "n": n, "k": int(k)}) or (0.0,))[0]
+                           for k in worst.k]
     unrolled = (_pitch(dev, folder, page) + _unrolled(dev, folder, page, m, n) + _bypass(dev, folder, page, m, n)
                 + _smem(dev, folder, page, m, n))
     return (f" The naive kernel's L1 misses against k (figure 'naive kernel: L1 misses against k'; specs"
@@ -66,11 +67,12 @@ def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
 
 def _pitch(dev: DeviceSpec, folder: Path, page: Page, m: int = 1024, k: int = 2805) -> str:
     """The excess against B's pitch at one k, a figure and a sentence; empty where unrecorded."""
-    s = sweep(dev.key, PITCH)
-    s = s[(s.m == m) & (s.k == k)]
-    s = s[s.n < s.n.min() + 32]
+    swept = sweep(dev.key, PITCH)
+    swept = swept[(swept.m == m) & (swept.k == k)]
+    s = swept[swept.n < swept.n.min() + 32]
     if s.empty:
         return ""
+    wide = against_model(dev.key, swept[swept.n >= 3000])  # many blocks a row: none of the excess
     modelled = against_model(dev.key, s).sort_values("n")
     share = modelled.n.map(lambda n: b_share({"m": m, "n": int(n), "k": k}))
     page.figures.append(("naive kernel: L1 misses against B's pitch", figures.groups(
@@ -89,7 +91,8 @@ def _pitch(dev: DeviceSpec, folder: Path, page: Page, m: int = 1024, k: int = 28
             f" {100 * (near.ratio - 1).abs().max():.1f} % up to n = {near.n.max()}; past it (66 blocks a row,"
             " blocks on one SM reading the same B columns) the L1s request"
             f" {100 * (far.ratio.min() - 1):.0f}-{100 * (far.ratio.max() - 1):.0f} % more than the model - and at"
-            " n = 3000-4101 none of the excess, the model 25-50 % over: not modelled.")
+            f" n = {wide.n.min()}-{wide.n.max()} none of the excess, the model {100 * (1 / wide.ratio.max() - 1):.0f}-"
+            f"{100 * (1 / wide.ratio.min() - 1):.0f} % over: not modelled.")
 
 
 def _unrolled(dev: DeviceSpec, folder: Path, page: Page, m: int, n: int) -> str:
