@@ -83,13 +83,18 @@ def _pitch(dev: DeviceSpec, folder: Path, page: Page, m: int = 1024, k: int = 28
         "sectors per thousand multiply-adds",
         overlays=((modelled.n.to_numpy(), _per_thousand(modelled.predicted_sectors, k, m, modelled.n).to_numpy(),
                    "k-", "model"),))))
-    near, far = modelled[modelled.n <= m + 16], modelled[modelled.n > m + 16]
+    # blocks a grid row dividing the SMs: blocks a row apart meet on one SM and read the same B columns
+    from ..suite.registry import get
+
+    rows = modelled.n.map(lambda n: get("matmul.naive").launch({"m": m, "n": int(n), "k": k}).grid[0])
+    meet = (dev.sm_count % rows == 0).to_numpy()
+    near, far = modelled[~meet], modelled[meet]
     return (f" Where B's pitch puts its row segments across a line the excess is larger (figure 'naive kernel: L1"
             f" misses against B's pitch'; specs experiments/naive_pitch_specs.txt, every n from {s.n.min()} to"
             f" {s.n.max()} at m = {m}, k = {k}): the model takes 1 + {pitch_gain(dev.key):.1f} x their share"
             " (naive_k.pitch_gain, from in-step k beside) and meets the sweep within"
-            f" {100 * (near.ratio - 1).abs().max():.1f} % up to n = {near.n.max()}; past it (66 blocks a row,"
-            " blocks on one SM reading the same B columns) the L1s request"
+            f" {100 * (near.ratio - 1).abs().max():.1f} % up to n = {near.n.max()}; past it"
+            f" ({rows[meet].min()} blocks a row, blocks on one SM reading the same B columns) the L1s request"
             f" {100 * (far.ratio.min() - 1):.0f}-{100 * (far.ratio.max() - 1):.0f} % more than the model - and at"
             f" n = {wide.n.min()}-{wide.n.max()} none of the excess, the model {100 * (1 / wide.ratio.max() - 1):.0f}-"
             f"{100 * (1 / wide.ratio.min() - 1):.0f} % over: not modelled.")
