@@ -31,10 +31,13 @@ line in k (`residue_lines`: k = 5 mod 16 from +4 % at 1349 to +37 % at 3669, rms
 where B's row segments cross a line the excess is 1 + c x their share as large (`pitch_gain`: the naive_pitch
 sweep, experiments/naive_pitch_specs.txt - every n from 1024 to 1055 at m = 1024, k = 2805 - gives c = 2.1
 from its own in-step k = 2800 beside). Held out (46 sets measured before), the naive kernel's L2 reads
-within 5 % went from 67 to 82 of 90. Not modelled: from n = 1041 (66 blocks a row: blocks on one SM read
-the same B columns) the L1s request 10-15 % more than that; the excess grows with the grid's rows (at
-n = 1049, k = 2805: 1.5x the aligned line's at m = 512, 3.5x at 3072); and at n = 3000-4101 (m = 1024)
-there is none - the model 25-50 % over. A small L1's losses (naive_smem) are not modelled either."""
+within 5 % went from 67 to 82 of 90. Not modelled: how the excess depends on the grid. The naive_rows sweep (experiments/naive_rows_specs.txt,
+k = 2805 beside 2800, B's row segments on the line, m = 512-3072, `excess_beside_step`) finds it growing with m
+where the blocks a row divide the SMs (33, 44, 66, 132: each SM's blocks read one B strip) - 0.26-1.09x the line
+at m = 512, 1.9-2.2x at 3072, the model 11-28 % short at m = 2048-3072 - and 0.6-1.1x the line where they do
+not (64, 65, 131 blocks a row; the fewest at 131); at n = 3000-4101 (188-257 blocks a row, m = 1024) there is
+almost none (2 %), the model 25-50 % over. The in-step k = 2800 stays within 3.5 % of the per-block count at 33
+of those 34 shapes. A small L1's losses (naive_smem) are not modelled either."""
 
 from __future__ import annotations
 
@@ -55,6 +58,7 @@ UNROLLED = "naive_unroll"  # matmul.naive_unrolled (unroll 1 and 4) beside matmu
 BYPASS = "naive_bypass"  # matmul.naive_bypass (A or B past L1) beside matmul.naive
 SMEM = "naive_smem"  # matmul.naive_smem: the kernel with L1 at 224, 124 and 28 KiB
 PITCH = "naive_pitch"  # matmul.naive over B's pitch (n), m and k at residues 0, 3 and 5
+ROWS = "naive_rows"  # matmul.naive over the grid's blocks a row and m, k = 2800 beside 2805
 REQUESTED = "l1tex__m_xbar2l1tex_read_sectors.sum"  # the L2 read sectors the L1s request (l2_requested_read_sectors)
 
 
@@ -85,6 +89,27 @@ def sweep(device: str = "h200", folder: str = FOLDER) -> pd.DataFrame:
                         "requested_sectors": (counts["first"] + counts["second"]) / 2})
     out["residue"] = out.k % default
     return out[cols]
+
+
+def excess_beside_step(device: str = "h200", folder: str = ROWS) -> pd.DataFrame:
+    """A sweep's off-step k against the in-step k (0 mod the unroll) just below it at the same m and n: m, n, k,
+    blocks_a_row, meet (a grid row divides the SMs: an SM's blocks read one B strip), measured (the requested
+    sectors a k over the in-step shape's, less 1) and model (the `excess` the model adds there; 0 where none)."""
+    from .suite.registry import get
+
+    s, dev = sweep(device, folder), lookup(device)
+    s = s[s.case == "matmul.naive"]
+    step = s[s.residue == 0].set_index(["m", "n", "k"]).requested_sectors
+    rows = []
+    for r in s[s.residue != 0].itertuples():
+        k0 = r.k - r.residue
+        if (r.m, r.n, k0) in step.index:
+            p = {"m": int(r.m), "n": int(r.n), "k": int(r.k)}
+            blocks = get("matmul.naive").launch(p).grid[0]
+            rows.append(dict(m=p["m"], n=p["n"], k=p["k"], blocks_a_row=blocks, meet=dev.sm_count % blocks == 0,
+                             measured=r.requested_sectors / r.k / (step[(r.m, r.n, k0)] / k0) - 1,
+                             model=(excess(dev, "matmul.naive", p) or (0.0,))[0]))
+    return pd.DataFrame(rows, columns=["m", "n", "k", "blocks_a_row", "meet", "measured", "model"])
 
 
 def against_model(device: str, shapes: pd.DataFrame) -> pd.DataFrame:

@@ -6,7 +6,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..devices import DeviceSpec
-from ..naive_k import BYPASS, PITCH, SMEM, UNROLLED, against_model, b_share, excess, pitch_gain, sweep, unroll
+from ..naive_k import (
+    BYPASS,
+    PITCH,
+    ROWS,
+    SMEM,
+    UNROLLED,
+    against_model,
+    b_share,
+    excess,
+    excess_beside_step,
+    pitch_gain,
+    sweep,
+    unroll,
+)
 from . import figures
 from .page import Page
 
@@ -51,8 +64,8 @@ def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
     worst = modelled[modelled.residue.isin(GROUPS[0])]
     alone = worst.ratio * [1 + (excess(dev, "matmul.naive", {"m": m, "n": n, "k": int(k)}) or (0.0,))[0]
                            for k in worst.k]
-    unrolled = (_pitch(dev, folder, page) + _unrolled(dev, folder, page, m, n) + _bypass(dev, folder, page, m, n)
-                + _smem(dev, folder, page, m, n))
+    unrolled = (_pitch(dev, folder, page) + _rows(dev, folder, page) + _unrolled(dev, folder, page, m, n)
+                + _bypass(dev, folder, page, m, n) + _smem(dev, folder, page, m, n))
     return (f" The naive kernel's L1 misses against k (figure 'naive kernel: L1 misses against k'; specs"
             f" experiments/naive_k_specs.txt, {len(s)} shapes under ncu, one allocation each): nvcc unrolls its k"
             f" loop {step_k} times, and A's rows, k floats apart, start at k mod {step_k} in their sectors. The"
@@ -98,6 +111,37 @@ def _pitch(dev: DeviceSpec, folder: Path, page: Page, m: int = 1024, k: int = 28
             f" {100 * (far.ratio.min() - 1):.0f}-{100 * (far.ratio.max() - 1):.0f} % more than the model - and at"
             f" n = {wide.n.min()}-{wide.n.max()} none of the excess, the model {100 * (1 / wide.ratio.max() - 1):.0f}-"
             f"{100 * (1 / wide.ratio.min() - 1):.0f} % over: not modelled.")
+
+
+def _rows(dev: DeviceSpec, folder: Path, page: Page) -> str:
+    """The excess against m by the grid's blocks a row, a figure and a sentence; empty where unrecorded."""
+    t = excess_beside_step(dev.key, ROWS)
+    t = t[t.model > 0]
+    if t.empty:
+        return ""
+    t = t.assign(gain=t.measured / t.model,
+                 group=[f"{b:3d} blocks a row" + (f" (divides the {dev.sm_count} SMs)" if meet else "")
+                        for b, meet in zip(t.blocks_a_row, t.meet, strict=True)])
+    ms = sorted(t.m.unique())
+    page.figures.append(("naive kernel: the excess against m, by blocks a row", figures.groups(
+        t, "m", "gain", "group", folder / "matmul_naive_rows.png",
+        f"naive matmul, k = {t.k.iloc[0]}: the L1s' excess over the in-step k beside it", "m",
+        "measured excess over the model's", overlays=((ms, [1.0] * len(ms), "k-", "model"),))))
+    meet, apart = t[t.meet], t[~t.meet]
+
+    def span(g) -> str:
+        return f"{g.gain.min():.2f}-{g.gain.max():.2f}x"
+
+    return (f" Against m (figure 'naive kernel: the excess against m, by blocks a row'; specs"
+            f" experiments/naive_rows_specs.txt, m = {ms[0]}-{ms[-1]}, B's row segments on the line, k ="
+            f" {t.k.iloc[0]} beside the in-step k below it): where the blocks a row divide the SMs"
+            f" ({', '.join(map(str, sorted(meet.blocks_a_row.unique())))}: each SM's blocks read one B strip) the"
+            f" excess grows with m, {span(meet[meet.m == ms[0]])} the model's at m = {ms[0]} and"
+            f" {span(meet[meet.m == ms[-1]])} at {ms[-1]}; where they do not"
+            f" ({', '.join(map(str, sorted(apart.blocks_a_row.unique())))}) {span(apart[apart.m > ms[0]])} past"
+            f" m = {ms[0]}, the least at {apart.groupby('blocks_a_row').gain.mean().idxmin()} blocks a row. The"
+            " in-step k itself is on the model at every one of these shapes (tests/test_naive_k.py); the excess's"
+            " dependence on the grid is not modelled.")
 
 
 def _unrolled(dev: DeviceSpec, folder: Path, page: Page, m: int, n: int) -> str:
