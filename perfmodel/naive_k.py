@@ -31,13 +31,17 @@ line in k (`residue_lines`: k = 5 mod 16 from +4 % at 1349 to +37 % at 3669, rms
 where B's row segments cross a line the excess is 1 + c x their share as large (`pitch_gain`: the naive_pitch
 sweep, experiments/naive_pitch_specs.txt - every n from 1024 to 1055 at m = 1024, k = 2805 - gives c = 2.1
 from its own in-step k = 2800 beside). Held out (46 sets measured before), the naive kernel's L2 reads
-within 5 % went from 67 to 82 of 90. Not modelled: how the excess depends on the grid. The naive_rows sweep (experiments/naive_rows_specs.txt,
+within 5 % went from 67 to 82 of 90 (set 47, 24 naive shapes frozen after: 23 of 24).
+
+Not modelled: how the excess depends on the grid. The naive_rows sweep (experiments/naive_rows_specs.txt,
 k = 2805 beside 2800, B's row segments on the line, m = 512-3072, `excess_beside_step`) finds it growing with m
 where the blocks a row divide the SMs (33, 44, 66, 132: each SM's blocks read one B strip) - 0.26-1.09x the line
 at m = 512, 1.9-2.2x at 3072, the model 11-28 % short at m = 2048-3072 - and 0.6-1.1x the line where they do
 not (64, 65, 131 blocks a row; the fewest at 131); at n = 3000-4101 (188-257 blocks a row, m = 1024) there is
 almost none (2 %), the model 25-50 % over. The in-step k = 2800 stays within 3.5 % of the per-block count at 33
-of those 34 shapes. A small L1's losses (naive_smem) are not modelled either."""
+of those 34 shapes. With A or B read past L1 (naive_grid_bypass, m = 512-3072 at 65 and 66 blocks a row) k = 2805
+requests 0-2 % more a k than 2800, where the kernel itself requests 16-56 % more: the growth, like the residue,
+needs both arrays in L1. A small L1's losses (naive_smem) are not modelled either."""
 
 from __future__ import annotations
 
