@@ -33,15 +33,15 @@ sweep, experiments/naive_pitch_specs.txt - every n from 1024 to 1055 at m = 1024
 from its own in-step k = 2800 beside). Held out (46 sets measured before), the naive kernel's L2 reads
 within 5 % went from 67 to 82 of 90 (set 47, 24 naive shapes frozen after: 23 of 24).
 
-Not modelled: how the excess depends on the grid. The naive_rows sweep (experiments/naive_rows_specs.txt,
-k = 2805 beside 2800, B's row segments on the line, m = 512-3072, `excess_beside_step`) finds it growing with m
-where the blocks a row divide the SMs (33, 44, 66, 132: each SM's blocks read one B strip) - 0.26-1.09x the line
-at m = 512, 1.9-2.2x at 3072, the model 11-28 % short at m = 2048-3072 - and 0.6-1.1x the line where they do
-not (64, 65, 131 blocks a row; the fewest at 131); at n = 3000-4101 (188-257 blocks a row, m = 1024) there is
-almost none (2 %), the model 25-50 % over. The in-step k = 2800 stays within 3.5 % of the per-block count at 33
-of those 34 shapes. With A or B read past L1 (naive_grid_bypass, m = 512-3072 at 65 and 66 blocks a row) k = 2805
-requests 0-2 % more a k than 2800, where the kernel itself requests 16-56 % more: the growth, like the residue,
-needs both arrays in L1. A small L1's losses (naive_smem) are not modelled either."""
+Not modelled: how the excess depends on the grid. The naive_rows sweep (experiments/naive_rows_specs.txt, k = 2805
+beside 2800, B's row segments on the line, m = 512-3072, `excess_beside_step`) finds it growing with m where the
+blocks a row divide the SMs (33, 44, 66, 132: each SM's blocks read one B strip) - 0.26-1.09x the line at m = 512,
+1.9-2.2x at 3072, the model 11-28 % short at m = 2048-3072 - and 0.4-0.7x (m = 512) and 0.6-1.1x (m = 1024-3072) the
+line where they do not (64, 65, 131 blocks a row; the least at 131); at n = 3000-4101 (188-257 blocks a row, m =
+1024) there is almost none (2 %), the model 25-50 % over. The in-step k = 2800 stays within 3.5 % of the per-block
+count at 33 of those 34 shapes. With A or B read past L1 (naive_grid_bypass, m = 512-3072 at 65 and 66 blocks a row)
+k = 2805 requests 0-2 % more a k than 2800, where the kernel itself requests 16-56 % more: the growth, like the
+residue, needs both arrays in L1. A small L1's losses (naive_smem) are not modelled either."""
 
 from __future__ import annotations
 
@@ -63,6 +63,7 @@ BYPASS = "naive_bypass"  # matmul.naive_bypass (A or B past L1) beside matmul.na
 SMEM = "naive_smem"  # matmul.naive_smem: the kernel with L1 at 224, 124 and 28 KiB
 PITCH = "naive_pitch"  # matmul.naive over B's pitch (n), m and k at residues 0, 3 and 5
 ROWS = "naive_rows"  # matmul.naive over the grid's blocks a row and m, k = 2800 beside 2805
+GRID_BYPASS = "naive_grid_bypass"  # matmul.naive_bypass and naive_unrolled at some of ROWS's shapes
 REQUESTED = "l1tex__m_xbar2l1tex_read_sectors.sum"  # the L2 read sectors the L1s request (l2_requested_read_sectors)
 
 
