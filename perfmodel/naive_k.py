@@ -99,9 +99,7 @@ def sweep(device: str = "h200", folder: str = FOLDER) -> pd.DataFrame:
 def excess_beside_step(device: str = "h200", folder: str = ROWS) -> pd.DataFrame:
     """A sweep's off-step k against the in-step k (0 mod the unroll) just below it at the same m and n: m, n, k,
     blocks_a_row, meet (a grid row divides the SMs: an SM's blocks read one B strip), measured (the requested
-    sectors a k over the in-step shape's, less 1) and model (the `excess` the model adds there; 0 where none)."""
-    from .suite.registry import get
-
+    sectors a k over the in-step shape's, less 1) and model (`excess_share`)."""
     s, dev = sweep(device, folder), lookup(device)
     s = s[s.case == "matmul.naive"]
     step = s[s.residue == 0].set_index(["m", "n", "k"]).requested_sectors
@@ -110,10 +108,9 @@ def excess_beside_step(device: str = "h200", folder: str = ROWS) -> pd.DataFrame
         k0 = r.k - r.residue
         if (r.m, r.n, k0) in step.index:
             p = {"m": int(r.m), "n": int(r.n), "k": int(r.k)}
-            blocks = get("matmul.naive").launch(p).grid[0]
-            rows.append(dict(m=p["m"], n=p["n"], k=p["k"], blocks_a_row=blocks, meet=dev.sm_count % blocks == 0,
+            rows.append(dict(m=p["m"], n=p["n"], k=p["k"], blocks_a_row=blocks_a_row(p), meet=rows_meet(dev, p),
                              measured=r.requested_sectors / r.k / (step[(r.m, r.n, k0)] / k0) - 1,
-                             model=(excess(dev, "matmul.naive", p) or (0.0,))[0]))
+                             model=excess_share(dev, p)))
     return pd.DataFrame(rows, columns=["m", "n", "k", "blocks_a_row", "meet", "measured", "model"])
 
 
@@ -148,6 +145,18 @@ def residue_lines(device_key: str) -> dict[int, tuple[float, float, int, int]]:
         b, a = np.polyfit(g.k.to_numpy(float), excess[s.residue.to_numpy() == r], 1)
         out[int(r)] = (float(a), float(b), int(g.k.min()), int(g.k.max()))
     return out
+
+
+def blocks_a_row(params: dict[str, int]) -> int:
+    """The naive kernel's blocks in one grid row."""
+    from .suite.registry import get
+
+    return get("matmul.naive").launch(params).grid[0]
+
+
+def rows_meet(dev: DeviceSpec, params: dict[str, int]) -> bool:
+    """Whether a grid row divides the SMs: blocks a row apart start on one SM and read the same B columns."""
+    return dev.sm_count % blocks_a_row(params) == 0
 
 
 def b_share(params: dict[str, int]) -> float:
@@ -207,3 +216,8 @@ def excess(dev: DeviceSpec, case: str, params: dict[str, int]) -> tuple[float, s
                    f" more L2 sectors than the per-block count, as the recorded sweep at such k did (m = n = 1024,"
                    f" {swept}" + (f"; x{gain:.2f}: {100 * share:.0f} % of B's row segments cross a line" if share
                                   else "") + "; perfmodel.naive_k)")
+
+
+def excess_share(dev: DeviceSpec, params: dict[str, int]) -> float:
+    """The share `excess` adds to the naive kernel's L2 reads at these parameters; 0 where it adds none."""
+    return (excess(dev, "matmul.naive", params) or (0.0,))[0]

@@ -14,9 +14,11 @@ from ..naive_k import (
     UNROLLED,
     against_model,
     b_share,
-    excess,
+    blocks_a_row,
     excess_beside_step,
+    excess_share,
     pitch_gain,
+    rows_meet,
     sweep,
     unroll,
 )
@@ -62,8 +64,7 @@ def naive_k_section(dev: DeviceSpec, folder: Path, page: Page) -> str:
         "sectors per thousand multiply-adds",
         overlays=(_model_line(modelled, m, n),))))
     worst = modelled[modelled.residue.isin(GROUPS[0])]
-    alone = worst.ratio * [1 + (excess(dev, "matmul.naive", {"m": m, "n": n, "k": int(k)}) or (0.0,))[0]
-                           for k in worst.k]
+    alone = worst.ratio * [1 + excess_share(dev, {"m": m, "n": n, "k": int(k)}) for k in worst.k]
     unrolled = (_pitch(dev, folder, page) + _rows(dev, folder, page) + _unrolled(dev, folder, page, m, n)
                 + _bypass(dev, folder, page, m, n) + _smem(dev, folder, page, m, n))
     return (f" The naive kernel's L1 misses against k (figure 'naive kernel: L1 misses against k'; specs"
@@ -96,18 +97,15 @@ def _pitch(dev: DeviceSpec, folder: Path, page: Page, m: int = 1024, k: int = 28
         "sectors per thousand multiply-adds",
         overlays=((modelled.n.to_numpy(), _per_thousand(modelled.predicted_sectors, k, m, modelled.n).to_numpy(),
                    "k-", "model"),))))
-    # blocks a grid row dividing the SMs: blocks a row apart meet on one SM and read the same B columns
-    from ..suite.registry import get
-
-    rows = modelled.n.map(lambda n: get("matmul.naive").launch({"m": m, "n": int(n), "k": k}).grid[0])
-    meet = (dev.sm_count % rows == 0).to_numpy()
+    meet = modelled.n.map(lambda n: rows_meet(dev, {"m": m, "n": int(n), "k": k})).to_numpy(bool)
     near, far = modelled[~meet], modelled[meet]
+    rows = blocks_a_row({"m": m, "n": int(far.n.min()), "k": k}) if len(far) else 0
     return (f" Where B's pitch puts its row segments across a line the excess is larger (figure 'naive kernel: L1"
             f" misses against B's pitch'; specs experiments/naive_pitch_specs.txt, every n from {s.n.min()} to"
             f" {s.n.max()} at m = {m}, k = {k}): the model takes 1 + {pitch_gain(dev.key):.1f} x their share"
             " (naive_k.pitch_gain, from in-step k beside) and meets the sweep within"
             f" {100 * (near.ratio - 1).abs().max():.1f} % up to n = {near.n.max()}; past it"
-            f" ({rows[meet].min()} blocks a row, blocks on one SM reading the same B columns) the L1s request"
+            f" ({rows} blocks a row, blocks on one SM reading the same B columns) the L1s request"
             f" {100 * (far.ratio.min() - 1):.0f}-{100 * (far.ratio.max() - 1):.0f} % more than the model - and at"
             f" n = {wide.n.min()}-{wide.n.max()} none of the excess, the model {100 * (1 / wide.ratio.max() - 1):.0f}-"
             f"{100 * (1 / wide.ratio.min() - 1):.0f} % over: not modelled.")
