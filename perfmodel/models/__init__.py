@@ -220,6 +220,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     below = below_l1(dev, accesses, launch, l1, compulsory, resident, case.model, p, pass_loss,
                      l1_share, varying, ceil.store_combining, coresidency_law(dev.key),
                      ceil.partial_law.lost if ceil.partial_law else None,
+                     ceil.partial_law.written_back if ceil.partial_law else None,
                      order.blocks(blocks_per_sm, dev.sm_count) if order else None,
                      # the first wave's blocks share L1 as the dispatcher placed them, where no barrier
                      # holds them in step (with barriers they miss on the same lines together: COARSE 4

@@ -210,6 +210,7 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
              l1_share_bytes: float = math.inf, varying_sectors: float = 0.0,
              combining: StoreCombining | None = None, coresidency: CoResidency | None = None,
              partial_lost: Callable[[float], float] | None = None,
+             partial_written_back: Callable[[float], float] | None = None,
              store_spread_blocks: np.ndarray | None = None, first_waves: tuple[np.ndarray, ...] = (),
              placements: tuple[Placement, ...] = (), b_loss: tuple[float, str] | None = None,
              replayed_hit_share: float | None = None, store_merge: tuple[float, float] = (1.0, 1.0),
@@ -226,7 +227,8 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     compulsory bytes (or, with no closed form, the distinct DRAM granules read), read-modify-writes
     for sectors written in part past L2's capacity (`partial_lost`: the device's measured share lost
     by the traffic between two writers, whose store order spreads by `store_spread_blocks` where
-    given), and the matmul reuse model."""
+    given; `partial_written_back`: the share written back before the second writer, one DRAM write
+    more each), and the matmul reuse model."""
     notes = []
     gran = dev.arch.dram_granule_bytes
     closed_form = compulsory != (0, 0)  # else: DRAM reads are the distinct granules the blocks read
@@ -271,7 +273,8 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     pieces_written = per_block_stores * launch.blocks if not math.isnan(per_block_stores) else l1.store_sectors
     moved = l1.load_bytes + l1.store_bytes
     shape = written_sectors(accesses, launch, partial_reach_blocks(dev, launch, compulsory, moved),
-                            block_bytes(launch, compulsory, moved), partial_lost, store_spread_blocks)
+                            block_bytes(launch, compulsory, moved), partial_lost, store_spread_blocks,
+                            written_back=partial_written_back)
     partial = shape.partial
     written = pieces_written
     if closed_form:  # sectors other blocks complete are first written once, unless L2 lost them first

@@ -65,16 +65,18 @@ def lost_at(lost: Callable[[float], float], blocks_later: float, per_block_bytes
 
 def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, per_block_bytes: float = 0.0,
                     lost: Callable[[float], float] | None = None, spread_blocks: np.ndarray | None = None,
-                    word_budget: int = 24_000_000, row_budget: int = 2_000_000) -> WrittenSectors:
+                    word_budget: int = 24_000_000, row_budget: int = 2_000_000,
+                    written_back: Callable[[float], float] | None = None) -> WrittenSectors:
     """The middle block's written sectors, and for each the distance to the block that writes its last
     word (blocks outward from it, in rings a 64th of the distance wide). A sector completed `d`
     blocks later is lost first with the device's measured share at d x `per_block_bytes` of traffic
     between (`lost`; probe.split_store: 1 % at 2 MiB, 35 % at 16 MiB, all past 64 MiB - by that
     distance alone, at 128-512 MiB a buffer), over the spread of the writers' store order where
-    given (`spread_blocks`, lost_at); a sector of more than two writers with that share at the
-    distance from its first writer to its last (probe.piece_store), once for all its pieces; without
-    a curve, every sector not completed within `reach_blocks`. Sectors never completed are lost. Also
-    the sectors it fills per line where no
+    given (`spread_blocks`, lost_at), and written back before its second writer with `written_back`'s
+    share (probe.split_store: 60 % at 16 MiB; `lost`'s where none); a sector of more than two
+    writers with that share at the distance from its first writer to its last (probe.piece_store),
+    once for all its pieces; without a curve, every sector not completed within `reach_blocks`.
+    Sectors never completed are lost. Also the sectors it fills per line where no
     block within `reach_blocks` writes further sectors of its lines (lines that others share are
     taken as completed, as the naive transpose's are by blocks up to 32 rows away)."""
     glob = global_accesses(accesses, launch, store=True)
@@ -155,13 +157,17 @@ def written_sectors(accesses: list[Access], launch: Launch, reach_blocks: int, p
         if sel.any():
             share[sel], between[sel] = zip(*(lost_at(lost, d, per_block_bytes, spread_blocks)
                                              for d in distance[sel]), strict=True)
+    back = share.copy()
+    if two.any() and written_back is not None:
+        back[two] = [lost_at(written_back, d, per_block_bytes, spread_blocks)[0] for d in done[two]]
     share[many] /= writers[many]  # each of the sector's writers counts its pieces: one fill in all
     completed = two | many
     curve = share[completed].sum()
     mean_between = float((share[completed] * between[completed]).sum() / curve) if curve else 0.0
-    # a lost sector of two writers is filled for each piece and written back once more; of more
-    # writers filled once and written back twice (probe.piece_store, as the naive transpose's fills)
-    rewrites = float((0.5 * share[two].sum() + share[many].sum()) / curve) if curve else 0.0
+    # a sector of two writers written back before the second (`back`) goes to DRAM once more - filled
+    # for the first piece, and for the second too where L2 has lost it since; of more writers filled
+    # once and written back twice (probe.piece_store, as the naive transpose's fills)
+    rewrites = float((0.5 * back[two].sum() + share[many].sum()) / curve) if curve else 0.0
     return WrittenSectors(float(share.mean()), per_line, float(part.mean()),
                           float(curve / share.sum()) if share.sum() else 0.0, mean_between, rewrites)
 
