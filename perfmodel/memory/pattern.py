@@ -9,6 +9,7 @@ distinguishable rows uniformly and scales, and says so.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Mapping
@@ -247,6 +248,34 @@ def _interior_period(bound: _Bound, name: str, lo: int, hi: int, settings: list[
     return None
 
 
+# rows past which a sample's weights are not listed: it is drawn uniformly instead
+WEIGHED_SAMPLE_ROWS = 4_000_000
+
+
+def _sample_rows(axis_weights: list[np.ndarray], total: int, take: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """About `take` of the `total` rows (flat indices, the last axis fastest) and what each stands
+    for: every row that weighs more than a sampled row would stand for (a ragged edge's interior
+    folded into one value outweighs the edge's rows by the interior's length: dropping it would
+    lose it all), and a uniform sample of the rest, scaled by how many of them each stands for."""
+    rng = np.random.default_rng(seed)
+    keep = np.zeros(0, dtype=bool)
+    if total <= WEIGHED_SAMPLE_ROWS:
+        weight = functools.reduce(np.multiply.outer, axis_weights).ravel()
+        keep = np.zeros(total, dtype=bool)
+        for _ in range(8):
+            room = take - int(keep.sum())
+            heavy = ~keep & (weight * room >= weight[~keep].sum()) if room > 0 else keep & False
+            if not heavy.any():
+                break
+            keep |= heavy
+    if not keep.any():
+        return rng.choice(total, size=take, replace=False), np.full(take, total / take)
+    others = np.flatnonzero(~keep)
+    drawn = rng.choice(others, size=min(len(others), max(take - int(keep.sum()), 1)), replace=False)
+    return (np.concatenate([np.flatnonzero(keep), drawn]),
+            np.concatenate([np.ones(int(keep.sum())), np.full(len(drawn), len(others) / max(len(drawn), 1))]))
+
+
 def analyse(access: Access, launch: Launch, row_budget: int = 20_000,
             seed: int = 0) -> AccessCount:
     """Count requests/sectors (global) or wavefronts (shared) of `access` over the launch.
@@ -271,20 +300,17 @@ def analyse(access: Access, launch: Launch, row_budget: int = 20_000,
         weights = np.full(p, n // p, dtype=np.float64) + (vals < n % p)
         axes.append((name, vals, weights))
     total = math.prod(len(v) for _, v, _ in axes)
-    fraction = 1.0
     if total * warps > row_budget:
-        take = max(row_budget // warps, 1)
-        flat = np.random.default_rng(seed).choice(total, size=take, replace=False)
-        fraction = take / total
+        flat, scale = _sample_rows([w for _, _, w in axes], total, max(row_budget // warps, 1), seed)
     else:
-        flat = np.arange(total)
-    values, weight = {}, np.ones(len(flat))
+        flat, scale = np.arange(total), np.ones(total)
+    fraction = len(flat) / total
+    values, weight = {}, scale * rest
     for name, vals, w in reversed(axes):
         pick = flat % len(vals)
         values[name] = vals[pick]
         weight = weight * w[pick]
         flat = flat // len(vals)
-    weight *= rest / fraction
     chunk = max(262_144 // warps, 1)
     n_rows = len(weight)
     totals = np.zeros(11)
