@@ -179,9 +179,11 @@ def groups(df: pd.DataFrame, x: str, y: str, group: str, path: Path, title: str,
     return _save(fig, path)
 
 
-def partial_loss(points: pd.DataFrame, law: tuple[np.ndarray, np.ndarray], path: Path, title: str) -> str:
-    """Share of shared sectors lost against the bytes between their writers (log-log): measured points
-    (columns mib, lost, group; `open` draws a point hollow) and the fitted law's line."""
+def partial_loss(points: pd.DataFrame, laws: list[tuple[np.ndarray, np.ndarray, str]], path: Path,
+                 title: str) -> str:
+    """Share of shared sectors lost (or written back) against the bytes between their writers
+    (log-log): measured points (columns mib, lost, group; `open` draws a point hollow) and the fitted
+    laws' lines (x, y, label), the first solid."""
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for i, (g, d) in enumerate(points.groupby("group", sort=False)):
         hollow = d.get("open", pd.Series(False, index=d.index)).astype(bool)
@@ -189,9 +191,10 @@ def partial_loss(points: pd.DataFrame, law: tuple[np.ndarray, np.ndarray], path:
             if sel.any():
                 ax.scatter(d.mib[sel], d.lost[sel], s=28, marker="osd^v<>"[i % 7], facecolor=face,
                            edgecolor=f"C{i}", label=f"{g} ({int(sel.sum())})")
-    ax.plot(law[0], law[1], "k-", lw=1.2, label="law fitted on the filled split_store points")
+    for (x, y, label), style in zip(laws, ("k-", "k--", "k:"), strict=False):
+        ax.plot(x, y, style, lw=1.2, label=label)
     ax.set(xscale="log", yscale="log", xlabel="traffic between the two writers (MiB)",
-           ylabel="share of shared sectors lost", title=title, ylim=(1e-3, 1.5))
+           ylabel="share of shared sectors", title=title, ylim=(1e-3, 1.5))
     ax.legend(fontsize=7)
     return _save(fig, path)
 

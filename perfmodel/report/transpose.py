@@ -243,10 +243,20 @@ def _partial_law(data: pd.DataFrame, table: pd.DataFrame, ceil, l2_bytes: float,
     points = points[points.mib >= 0.1] if len(points) else points
     if law is None or not len(points):
         return ""
+    from ..ceilings import PARTIAL_CALIBRATION_N, split_store_pairs, written_back_shares
+    from ..measurements import median_times
+
+    back = written_back_shares(split_store_pairs(data, median_times(data), l2_bytes))
+    back = back[back.between_bytes >= 0.1 * 2**20]
+    points = pd.concat([points, pd.DataFrame({
+        "mib": back.between_bytes / 2**20, "lost": back.written_back,
+        "group": "probe.split_store: written back before the second writer",
+        "open": ~back.n.isin(PARTIAL_CALIBRATION_N)})], ignore_index=True)
     x = np.geomspace(0.1, 300, 200)
     page.figures.append(("partial-sector law", figures.partial_loss(
-        points, (x, [law.lost(v * 2**20) for v in x]), folder / "partial_law.png",
-        "Sectors two writers share: lost before the second writes")))
+        points, [(x, [law.lost(v * 2**20) for v in x], "lost: law fitted on the filled split_store points"),
+                 (x, [law.written_back(v * 2**20) for v in x], "written back: law fitted on the filled points")],
+        folder / "partial_law.png", "Sectors two writers share: lost, or written back, before the second writes")))
     return ""
 
 
