@@ -3,8 +3,8 @@
 A kernel describes each memory instruction once (`Access`); `analyse` enumerates every warp of
 every block and loop iteration that the expression can tell apart, and multiplies by the
 iterations it cannot (names the expression does not read); periodic variables and the interior
-of a ragged grid count once per period. Past a row budget it samples the
-distinguishable rows uniformly and scales, and says so.
+of a ragged grid count once per period. Past a row budget it keeps the rows that stand for many
+(a folded interior) and samples the rest uniformly and scales, and says so.
 """
 
 from __future__ import annotations
@@ -258,14 +258,13 @@ def _sample_rows(axis_weights: list[np.ndarray], total: int, take: int, seed: in
     folded into one value outweighs the edge's rows by the interior's length: dropping it would
     lose it all), and a uniform sample of the rest, scaled by how many of them each stands for."""
     rng = np.random.default_rng(seed)
-    keep = np.zeros(0, dtype=bool)
-    if total <= WEIGHED_SAMPLE_ROWS:
+    keep = np.zeros(total if total <= WEIGHED_SAMPLE_ROWS else 0, dtype=bool)
+    if len(keep):
         weight = functools.reduce(np.multiply.outer, axis_weights).ravel()
-        keep = np.zeros(total, dtype=bool)
-        for _ in range(8):
+        for _ in range(8):  # each round's heavy rows leave less room and weight to the rest
             room = take - int(keep.sum())
-            heavy = ~keep & (weight * room >= weight[~keep].sum()) if room > 0 else keep & False
-            if not heavy.any():
+            heavy = ~keep & (weight * room >= weight[~keep].sum())
+            if room <= 0 or not heavy.any():
                 break
             keep |= heavy
     if not keep.any():
@@ -284,7 +283,8 @@ def analyse(access: Access, launch: Launch, row_budget: int = 20_000,
     only multiply, and a variable that shifts every address by a multiple of 128 bytes every p
     steps (an affine index outside the predicate) is enumerated over one period and weighted; a
     variable the predicate reads (a ragged grid edge), at its edge values and over one period of
-    its interior (`_strata`). Past the budget, a uniform sample of the remaining rows is scaled (sampled_fraction < 1).
+    its interior (`_strata`). Past the budget, the rows heavier than a sampled row would stand for and a
+    uniform sample of the others, scaled (`_sample_rows`; sampled_fraction < 1).
     """
     bound = _Bound(access, launch)
     used, rest = bound.variables()

@@ -23,7 +23,7 @@ class WrittenSectors:
     split_share: float = 0.0  # of a block's written sectors, those other writers complete (or none)
     completed_share: float = 0.0  # of those lost, those other blocks complete later (the measured curve's)
     between_bytes: float = 0.0  # the traffic between such a sector's writers, mean over those lost
-    rewrites_per_fill: float = 0.5  # of those lost, DRAM writes beyond the one a whole sector costs
+    rewrites_per_fill: float = 0.5  # per fill of those lost, DRAM writes beyond the one a whole sector costs
 
     @property
     def partial(self) -> bool:  # L2 loses a sector in part (DRAM read-modify-write past L2)
