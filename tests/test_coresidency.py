@@ -17,12 +17,43 @@ def _shared(case: str, placed: bool = False, **params: int) -> float:
 
 
 def test_law_is_centred_on_one_sm_count_and_one_slot():
-    """Read off the recorded placements: a block's latest co-resident predecessor started about one SM
-    count of blocks and 1/B of a block's time before it (medians within 5 blocks and 1 % of T)."""
-    lw = law("h200")
-    assert lw is not None and lw.launches >= 75
-    assert abs(np.median(lw.index_offsets)) < 5 and abs(np.median(lw.time_offsets)) < 0.01
-    assert np.all(np.diff(lw.index_offsets) >= 0) and np.all(np.diff(lw.time_offsets) >= 0)
+    """Read off the recorded placements: where barriers hold the blocks in step a block's j-th latest
+    co-resident predecessor started about j SM counts of blocks and j/B of a block's time before it
+    (medians within 5 blocks and 1 % of T), spread alike at every slot (TILE 16's seven), and within a
+    slot the two offsets go together: a predecessor fewer blocks back started more recently (correlation
+    0.4-0.6). Without barriers the law stays one spread for every slot, its offsets independent."""
+    synced, free = law("h200"), law("h200", barriers=False)
+    assert synced is not None and free is not None and synced.launches >= 150 and free.launches >= 200
+    assert synced.index_offsets.shape == (7, 256) and free.index_offsets.shape == (1, 576)
+
+    def width(offsets: np.ndarray) -> float:
+        return float(np.subtract(*np.quantile(offsets, [0.9, 0.1])))
+
+    for j in range(1, 8):
+        i, t = synced.index_offsets[synced.slot(j)], synced.time_offsets[synced.slot(j)]
+        assert abs(np.median(i)) < 5 and abs(np.median(t)) < 0.01 and 140 < width(i) < 175
+        assert np.all(np.diff(i) >= 0) and 0.4 < np.corrcoef(i, t)[0, 1] < 0.62
+    assert synced.running[0] > 0.999 and 0.9 < synced.running[-1] < 0.95 and synced.slot(9) == 6
+    assert free.running[0] == 1.0 and free.slot(7) == 0
+    assert abs(np.corrcoef(free.index_offsets[0], free.time_offsets[0])[0, 1]) < 0.01
+
+
+def test_free_running_blocks_spread_the_further_back():
+    """The naive matmul's blocks (no barriers) spread wider the further back the slot (the middle 80 % of
+    the index offsets +-105 blocks at slot 1, +-145 at slot 4; time 1.5x wider) - its own per-slot law
+    shares too much held out, so the model keeps it on the pooled law (coresidency.law)."""
+    from perfmodel.coresidency import _lagged, recorded_launches
+
+    naive = [pl for stem, pls in recorded_launches("h200") if "-naive-" in stem for pl in pls]
+    assert len(naive) >= 30
+
+    def widths(j: int) -> tuple[float, float]:
+        got = [_lagged(pl, j) for pl in naive]
+        return tuple(float(np.subtract(*np.quantile(np.concatenate([r[n] for r in got]), [0.9, 0.1])))
+                     for n in (0, 1))
+
+    (i1, t1), (i4, t4) = widths(1), widths(4)
+    assert 190 < i1 < 230 and i4 > 1.3 * i1 and t4 > 1.5 * t1
 
 
 def test_sharing_needs_grid_rows_wider_than_the_sms():
@@ -32,7 +63,7 @@ def test_sharing_needs_grid_rows_wider_than_the_sms():
     read their own tiles, none."""
     narrow = _shared("matmul.tiled", m=2048, n=1536, k=2048, tile=16)
     wide = _shared("matmul.tiled", m=2048, n=8192, k=2048, tile=16)
-    assert narrow < 3 < 10 < wide < 25
+    assert narrow < 4 < 10 < wide < 25
     assert _shared("matmul.tiled", m=2048, n=8192, k=2048, tile=32) < 4  # measured: none (model -2.5 %)
     assert _shared("transpose.rows", rows=4096, cols=4096) == 0.0
 
@@ -63,10 +94,11 @@ def test_first_wave_shares_b_where_a_grid_row_divides_the_sms():
 
 
 def test_recorded_placement_replaces_the_law():
-    """Where a launch's placement was recorded (TILE 16 at 2048 x 4096 x 2048: the pooled law +6 % over
-    ncu's L1-requested sectors), the model shares L1 as those blocks met on the SMs, which share more;
+    """Where a launch's placement was recorded (TILE 16 at 2048 x 4096 x 2048: the pooled law +3.8 % over
+    ncu's L1-requested sectors, +6 % before its offsets were paired), the model shares L1 as those blocks
+    met on the SMs, which share more;
     a shape with none recorded keeps the law."""
     recorded = {"m": 2048, "n": 4096, "k": 2048, "tile": 16}
-    assert _shared("matmul.tiled", placed=True, **recorded) > _shared("matmul.tiled", **recorded) + 3
+    assert _shared("matmul.tiled", placed=True, **recorded) > _shared("matmul.tiled", **recorded) + 2
     other = {"m": 2048, "n": 4000, "k": 2048, "tile": 16}
     assert _shared("matmul.tiled", placed=True, **other) == _shared("matmul.tiled", **other) > 0

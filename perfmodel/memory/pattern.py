@@ -14,7 +14,6 @@ import itertools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Literal
 
 import numpy as np
@@ -120,7 +119,7 @@ class _Bound:
         if unknown:
             raise AccessError(f"{access.name}: loop(s) {unknown} have no trip count in the launch")
 
-    @cached_property
+    @functools.cached_property
     def names(self) -> frozenset[str]:
         return self.index.names | (self.cond.names if self.cond else frozenset())
 

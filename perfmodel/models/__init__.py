@@ -16,7 +16,7 @@ import re
 from ..allocation import caution as allocation_caution
 from ..cache import on_disk
 from ..ceilings import ROUND_CHAIN_FMAS, ceilings
-from ..coresidency import first_wave, placements_of
+from ..coresidency import first_wave, in_step, placements_of
 from ..coresidency import law as coresidency_law
 from ..devices import DeviceSpec
 from ..devices import device as lookup
@@ -218,14 +218,14 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     merge = (store_merge_shares(accesses, launch) if l1.store_requests and not block_merged(l1)
              else (1.0, 1.0))
     below = below_l1(dev, accesses, launch, l1, compulsory, resident, case.model, p, pass_loss,
-                     l1_share, varying, ceil.store_combining, coresidency_law(dev.key),
+                     l1_share, varying, ceil.store_combining, coresidency_law(dev.key, in_step(case)),
                      ceil.partial_law.lost if ceil.partial_law else None,
                      ceil.partial_law.written_back if ceil.partial_law else None,
                      order.blocks(blocks_per_sm, dev.sm_count) if order else None,
                      # the first wave's blocks share L1 as the dispatcher placed them, where no barrier
                      # holds them in step (with barriers they miss on the same lines together: COARSE 4
                      # held out -11..-30 % with the map, TILE 16 and 32 at 1024 -2..-3 %)
-                     () if case.sync_after_loads or case.barrier_phases else first_wave(dev.key, blocks_per_sm),
+                     () if in_step(case) else first_wave(dev.key, blocks_per_sm),
                      # where this launch's placement was recorded, the blocks share L1 as they met there
                      placements_of(dev.key, case_name, p) if placed else (), b_loss,
                      # two blocks an SM reading one tile pool in rounds: which tiles meet in L1 is

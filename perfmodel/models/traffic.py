@@ -166,11 +166,12 @@ def co_resident_hits(accesses: list[Access], launch: Launch, law: CoResidency | 
     """Sectors per launch a block's loads find in L1, brought in by a co-resident block that shares the
     array's block indices (blocks of one grid row reading A's rows). The first wave's blocks as the
     recorded maps have them (`waves`, first_wave_hits); the later ones: the j-th latest block on an SM
-    started j/B of a block's time and j x SMs blocks earlier, spread as the recorded placements spread
-    (`coresidency.law`); a line survives the SM's fills since then as in an L1 that replaces at random
-    (exp(-fills / L1 beside the carveout)). The fills are B x the block's `block_bytes` per block time
-    less the hits themselves, which fill nothing: the share is iterated to that fixed point (TILE 16's
-    wide grids, where blocks share most: 1-3 points fewer sectors than charging every load a fill).
+    started j/B of a block's time and j x SMs blocks earlier, the two spread together as the recorded
+    placements spread them at slot j (`coresidency.law`: pairs, and the share still running); a line
+    survives the SM's fills since then as in an L1 that replaces at random (exp(-fills / L1 beside the
+    carveout)). The fills are B x the block's `block_bytes` per block time less the hits themselves,
+    which fill nothing: the share is iterated to that fixed point (TILE 16's wide grids, where blocks
+    share most: 1-3 points fewer sectors than charging every load a fill).
     Blocks sampled evenly over the grid."""
     if law is None or blocks_per_sm < 2 or launch.blocks < 2:
         return 0.0
@@ -182,23 +183,25 @@ def co_resident_hits(accesses: list[Access], launch: Launch, law: CoResidency | 
     if launch.blocks <= first:
         return early
     idx = np.unique(np.linspace(first, launch.blocks - 1, min(sample, launch.blocks - first)).astype(np.int64))
-    sharing = []  # per shared load: its sectors, and per slot j the share of sampled blocks sharing it
+    slots = np.arange(1, blocks_per_sm)
+    rows = [law.slot(j) for j in slots]
+    back = np.rint(slots[:, None] * sms + law.index_offsets[rows]).astype(np.int64)  # per slot j, pair p
+    sharing = []  # per shared load: its sectors, and per (j, p) which sampled blocks share it
     for keys, sectors in loads:
         own = block_key(keys, launch, idx)
-        shared = np.zeros((blocks_per_sm - 1, len(idx)))
-        for j in range(1, blocks_per_sm):
-            for d in np.rint(j * sms + law.index_offsets).astype(np.int64):
-                prev = idx - d
-                ok = (d > 0) & (prev >= 0)
-                shared[j - 1, ok] += block_key(keys, launch, prev[ok]) == own[ok]
-        sharing.append((sectors, shared / len(law.index_offsets)))
-    times = np.clip(np.arange(1, blocks_per_sm)[:, None] / blocks_per_sm + law.time_offsets[None, :], 0, None)
+        prev = idx[None, None, :] - back[:, :, None]
+        ok = (back[:, :, None] > 0) & (prev >= 0)
+        sharing.append((sectors, ok & (block_key(keys, launch, np.where(ok, prev, 0)) == own)))
+    times = np.clip(slots[:, None] / blocks_per_sm + law.time_offsets[rows], 0, None)  # per (j, p)
+    running = law.running[rows][:, None]  # per slot, the share of blocks whose j-th predecessor still runs
     loaded = block_bytes / SECTOR_BYTES * launch.blocks  # the sectors the blocks load from L1 without sharing
     later = (launch.blocks - first) / len(idx)  # blocks each sampled one stands for
 
     def hits(fill_bytes: float) -> float:
-        alive = placed.kept(times * blocks_per_sm * fill_bytes, l1_bytes).mean(axis=1)  # per slot j
-        return early + later * sum(sectors * float(np.sum(1 - np.prod(1 - alive[:, None] * shared, axis=0)))
+        alive = placed.kept(times * blocks_per_sm * fill_bytes, l1_bytes)[:, :, None]  # per (j, p)
+        # per slot j the chance its block runs, shares the line and kept it, over the pairs; slots independent
+        return early + later * sum(sectors * float(np.sum(1 - np.prod(1 - running * (alive * shared).mean(axis=1),
+                                                                      axis=0)))
                                    for sectors, shared in sharing)
 
     return settled(hits, block_bytes, loaded)

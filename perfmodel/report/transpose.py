@@ -214,15 +214,18 @@ def _partial_sectors(table: pd.DataFrame, folder: Path, page: Page) -> str:
             "fills are a fraction of a percent of the bytes).")
 
 
-def partial_law_points(data: pd.DataFrame, table: pd.DataFrame, l2_bytes: float) -> pd.DataFrame:
+def partial_law_points(data: pd.DataFrame, table: pd.DataFrame, l2_bytes: float,
+                       pairs: pd.DataFrame | None = None) -> pd.DataFrame:
     """The loss law's evidence: probe.split_store's shared sectors lost by the bytes between their
-    writers (the sizes that calibrate the law filled, the others hollow), and the suite's tiled
-    transposes into rows off a sector: DRAM reads past the input over 2 x their shared output sectors,
-    the next block row (grid x blocks of 8 x TILE^2 bytes) away."""
+    writers (the sizes that calibrate the law filled, the others hollow; `pairs`: its
+    ceilings.split_store_pairs where already read), and the suite's tiled transposes into rows off a
+    sector: DRAM reads past the input over 2 x their shared output sectors, the next block row (grid x
+    blocks of 8 x TILE^2 bytes) away."""
     from ..ceilings import PARTIAL_CALIBRATION_N, split_store_pairs
     from ..measurements import median_times
 
-    pairs = split_store_pairs(data, median_times(data), l2_bytes)
+    if pairs is None:
+        pairs = split_store_pairs(data, median_times(data), l2_bytes)
     split = pd.DataFrame({"mib": pairs.between_bytes / 2**20, "lost": pairs.lost, "group": "probe.split_store",
                           "open": ~pairs.n.isin(PARTIAL_CALIBRATION_N)}) if len(pairs) else pd.DataFrame()
     t = table[table.case.isin(["transpose.rows", "transpose.rows_capped", "transpose.smem"])
@@ -238,15 +241,16 @@ def partial_law_points(data: pd.DataFrame, table: pd.DataFrame, l2_bytes: float)
 
 
 def _partial_law(data: pd.DataFrame, table: pd.DataFrame, ceil, l2_bytes: float, folder: Path, page: Page) -> str:
-    law = ceil.partial_law
-    points = partial_law_points(data, table, l2_bytes)
-    points = points[points.mib >= 0.1] if len(points) else points
-    if law is None or not len(points):
-        return ""
     from ..ceilings import PARTIAL_CALIBRATION_N, split_store_pairs, written_back_shares
     from ..measurements import median_times
 
-    back = written_back_shares(split_store_pairs(data, median_times(data), l2_bytes))
+    law = ceil.partial_law
+    pairs = split_store_pairs(data, median_times(data), l2_bytes)
+    points = partial_law_points(data, table, l2_bytes, pairs)
+    points = points[points.mib >= 0.1] if len(points) else points
+    if law is None or not len(points):
+        return ""
+    back = written_back_shares(pairs)
     back = back[back.between_bytes >= 0.1 * 2**20]
     points = pd.concat([points, pd.DataFrame({
         "mib": back.between_bytes / 2**20, "lost": back.written_back,
