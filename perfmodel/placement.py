@@ -2,7 +2,7 @@
 
 Blocks that read the same rows, resident on one SM at once, share the lines in its L1. Where a
 launch's placement was recorded (experiments/placement.py) the model shares L1 as those blocks met
-(`models.placed`); elsewhere it spreads block starts as all recorded launches pooled do
+(`models.placed`); elsewhere it spreads block starts as the recorded launches pooled do
 (`coresidency.law`, `models.traffic.co_resident_hits`). This module says what the pooled law alone
 would predict for the recorded launches: the gap the recorded placements close.
 """

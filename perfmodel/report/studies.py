@@ -410,9 +410,11 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
                   " that replaces at random (exp(-fills / L1 beside the carveout); nothing fitted): "
                   f"{_placement(table, folder, page)}. TILE 16's blocks start T/8 apart on an SM (TILE 32's two T/2),"
                   " about one SM count of blocks apart, and its L1 holds about that long, so the share hangs on how"
-                  " their starts spread: elsewhere the model takes the spread pooled over all recorded launches (the"
-                  " latest co-resident block j/B of a block's time and j SM counts of blocks back, give or take that "
-                  "spread; coresidency.law), which brings TILE 16's +10…+30 % to +3…+10 % (held out).")
+                  " their starts spread: elsewhere the model takes the spread pooled over the recorded launches (the"
+                  " j-th latest co-resident block j/B of a block's time and j SM counts of blocks back, give or take"
+                  " that slot's spread, the two offsets paired - a block fewer back started more recently - for"
+                  " kernels with barriers; one spread, the offsets independent, for the naive matmul;"
+                  " coresidency.law), which brings TILE 16's +10…+30 % to -2…+8 % (held out).")
     page.text += _b_replay(data, folder, page)
     page.text += allocation_section(dev, table, folder, page)
     page.text += b_curve_section(dev, table, folder, page)
