@@ -414,7 +414,7 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
                   " j-th latest co-resident block j/B of a block's time and j SM counts of blocks back, give or take"
                   " that slot's spread, the two offsets paired - a block fewer back started more recently - for"
                   " kernels with barriers; one spread, the offsets independent, for the naive matmul;"
-                  " coresidency.law), which brings TILE 16's +10…+30 % to -2…+8 % (held out).")
+                  " coresidency.law), which brings TILE 16's +10…+30 % to -6…+8 % (held out).")
     page.text += _b_replay(data, folder, page)
     page.text += allocation_section(dev, table, folder, page)
     page.text += b_curve_section(dev, table, folder, page)
