@@ -130,13 +130,6 @@ def in_step(case: KernelCase) -> bool:
     return bool(case.sync_after_loads or case.barrier_phases)
 
 
-def synced(kind: str) -> bool:
-    """`in_step` of a recorded kind's kernel."""
-    from .suite.registry import get
-
-    return in_step(get(KINDS[kind][0]))
-
-
 @on_disk
 def law(device_key: str, barriers: bool = True) -> CoResidency | None:
     """The law for kernels with barriers (`barriers`): pooled over their recorded launches, per slot, the
@@ -147,16 +140,18 @@ def law(device_key: str, barriers: bool = True) -> CoResidency | None:
     (held out: its L2 reads -4.2 % on average, 40 of 118 rows past 5 %, against -0.7 % and 8), which its
     recorded placements, replayed, do not (within 3.6 %): not understood, so not taken. None where none
     is recorded."""
-    recorded = recorded_launches(device_key)
+    from .suite.registry import get
+
+    cases = recorded(device_key)
     if not barriers:
-        got = [r for _, pls in recorded for pl in pls if (r := _lagged(pl, 1)) is not None]
+        got = [r for c in cases for pl in c.launches if (r := _lagged(pl, 1)) is not None]
         if not got:
             return None
         q = (np.arange(QUANTILES) + 0.5) / QUANTILES
         i, o = (np.quantile(np.concatenate([r[n] for r in got]), q) for n in (0, 1))
         index, times = np.meshgrid(i, o, indexing="ij")  # every pairing: independent
         return CoResidency(index.reshape(1, -1), times.reshape(1, -1), np.ones(1), len(got))
-    launches = [pl for stem, pls in recorded if synced(stem.split("-")[1]) for pl in pls]
+    launches = [pl for c in cases if in_step(get(c.case)) for pl in c.launches]
     index, times, running = [], [], []
     for j in range(1, 64):
         got = [r for pl in launches if (r := _lagged(pl, j)) is not None]
