@@ -55,10 +55,12 @@ def build(device: str = "h200", out: Path | None = None, progress: bool = True) 
     figures.scatter(table[shown], folder / "scatter_all.png", f"All predictions vs {dev.name} measurements")
     misses = "<h2>Where the model misses, and why</h2>" + gaps.table(table, COUNTER_ROWS)
     from ..holdout import sets
+    from .sharing import sharing_section
 
-    held = "".join(_holdout(name, dev.key, folder) for name in sets())
+    held = [_holdout(name, dev.key, folder) for name in sets()]
+    sharing = sharing_section([t for _, t in held], table, dev.key, folder)
     _index(dev, data, summ, pages, out, folder, _headline(table), _counter_table(table),
-           held + _noise(data) + misses)
+           "".join(h for h, _ in held) + sharing + _noise(data) + misses)
     if progress:
         print(f"reports written to {folder} and {out / 'index.html'} in {time.time() - t0:.0f}s")
     return out / "index.html"
@@ -113,13 +115,14 @@ def _counter_table(table: pd.DataFrame) -> str:
             + "".join(rows) + "</table>")
 
 
-def _holdout(name: str, device: str, folder: Path) -> str:
-    """A held-out set: predictions frozen before its run, beside what it measured (and today's model)."""
+def _holdout(name: str, device: str, folder: Path) -> tuple[str, pd.DataFrame]:
+    """A held-out set: predictions frozen before its run, beside what it measured (and today's model) -
+    its section, and its table."""
     from ..holdout import HOLDOUT_DIR, compare_holdout, frozen
 
     t = compare_holdout(name, device)
     if not len(t):
-        return ""
+        return "", t
     write_gzipped(t, folder, name)  # forty sets: 6 MB plain, 0.6 gzipped
     header, preds = frozen(name, device)
     runs = load(device, HOLDOUT_DIR / name).drop_duplicates("run_id")
@@ -150,7 +153,7 @@ def _holdout(name: str, device: str, folder: Path) -> str:
             "<th>frozen: within 5 %</th><th>MAPE</th><th>largest</th><th>model now: within 5 %</th><th>MAPE</th>"
             "</tr>" + "".join(rows)
             + f"</table><p>Per case: <a href='{folder.name}/{name}.csv.gz'>{name}.csv.gz</a>.</p>"
-            f"<p><img src='{folder.name}/{name}_time.png' width='380' alt='held-out times'></p>")
+            f"<p><img src='{folder.name}/{name}_time.png' width='380' alt='held-out times'></p>"), t
 
 
 def _chosen(plan: str) -> str:
