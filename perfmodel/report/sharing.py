@@ -8,13 +8,13 @@ co-residency law and with a launch's own recorded placement alike, so the placem
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ..coresidency import placements_of
+from ..coresidency import recorded
+from ..suite.plan import case_id
 from . import figures
 from .page import param
 
@@ -34,11 +34,10 @@ def sharing_rows(held: list[pd.DataFrame], suite: pd.DataFrame, device: str) -> 
     t = t[t.metric.eq(METRIC) & t.case.isin(CASES)]
     t = t[param(t, "tile").eq(16)].drop_duplicates(["source", "case_id"]).copy()
     t["k"], t["blocks_a_row"] = param(t, "k"), (param(t, "n") + 15) // 16
-    placed = [bool(placements_of(device, c, {d: int(v) for d, v in json.loads(p).items()}))
-              for c, p in zip(t.case, t.params, strict=True)]
+    placed = t.case_id.isin({case_id(r.case, r.params) for r in recorded(device)})
     t["predictor"] = np.where(placed, "own recorded placement", "")
     for lo, hi, name in WIDTHS:
-        t.loc[~np.array(placed) & t.blocks_a_row.between(lo, hi), "predictor"] = name
+        t.loc[~placed & t.blocks_a_row.between(lo, hi), "predictor"] = name
     return t[["source", "case_id", "k", "blocks_a_row", "predictor", "error"]]
 
 
