@@ -105,23 +105,38 @@ class CoResidency:
         return min(j, len(self.running)) - 1
 
 
-def _lagged(pl: Placement, j: int) -> tuple[np.ndarray, np.ndarray, int] | None:
+@dataclass(frozen=True)
+class _Ordered:
+    """One launch set up once for every slot: its blocks by SM, then by start; SMs, blocks per SM (the
+    first wave on one SM) and the median block time."""
+
+    pl: Placement
+    order: np.ndarray
+    sms: int
+    blocks_per_sm: int
+    block_ns: float
+
+
+def _ordered(pl: Placement) -> _Ordered:
+    sm, start, end = pl.sm, pl.start_ns, pl.end_ns
+    first = np.where(sm == sm[0])[0]
+    b = int(np.sum(start[first] < end[first].min()))
+    return _Ordered(pl, np.lexsort((start, sm)), len(np.unique(sm)), b, float(np.median(end - start)))
+
+
+def _lagged(o: _Ordered, j: int) -> tuple[np.ndarray, np.ndarray, int] | None:
     """(index distance - j S, time offset / T - j / B, blocks with a j-th predecessor) from each block past
     the first wave to the block that started j-th latest before it on its SM, where that one is still
     running; None where the launch has no more than j blocks per SM."""
-    sm, start, end = pl.sm, pl.start_ns, pl.end_ns
-    sms = len(np.unique(sm))
-    first = np.where(sm == sm[0])[0]
-    b = int(np.sum(start[first] < end[first].min()))  # blocks per SM: the first wave on one SM
+    sm, start, end = o.pl.sm, o.pl.start_ns, o.pl.end_ns
+    b, sms = o.blocks_per_sm, o.sms
     if j >= b:
         return None
-    t = float(np.median(end - start))
-    order = np.lexsort((start, sm))  # by SM, then by start
-    cur, prev = order[j:], order[:-j]
+    cur, prev = o.order[j:], o.order[:-j]
     later = (sm[cur] == sm[prev]) & (cur >= b * sms)
     keep = later & (end[prev] > start[cur])
     cur, prev = cur[keep], prev[keep]
-    return cur - prev - j * sms, (start[cur] - start[prev]) / t - j / b, int(later.sum())
+    return cur - prev - j * sms, (start[cur] - start[prev]) / o.block_ns - j / b, int(later.sum())
 
 
 def in_step(case: KernelCase) -> bool:
@@ -144,17 +159,17 @@ def law(device_key: str, barriers: bool = True) -> CoResidency | None:
 
     cases = recorded(device_key)
     if not barriers:
-        got = [r for c in cases for pl in c.launches if (r := _lagged(pl, 1)) is not None]
+        got = [r for c in cases for pl in c.launches if (r := _lagged(_ordered(pl), 1)) is not None]
         if not got:
             return None
         q = (np.arange(QUANTILES) + 0.5) / QUANTILES
         i, o = (np.quantile(np.concatenate([r[n] for r in got]), q) for n in (0, 1))
         index, times = np.meshgrid(i, o, indexing="ij")  # every pairing: independent
         return CoResidency(index.reshape(1, -1), times.reshape(1, -1), np.ones(1), len(got))
-    launches = [pl for c in cases if in_step(get(c.case)) for pl in c.launches]
+    launches = [_ordered(pl) for c in cases if in_step(get(c.case)) for pl in c.launches]
     index, times, running = [], [], []
     for j in range(1, 64):
-        got = [r for pl in launches if (r := _lagged(pl, j)) is not None]
+        got = [r for o in launches if (r := _lagged(o, j)) is not None]
         if not got:
             break
         i, o = np.concatenate([d for d, _, _ in got]), np.concatenate([t for _, t, _ in got])

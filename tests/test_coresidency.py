@@ -42,13 +42,13 @@ def test_free_running_blocks_spread_the_further_back():
     """The naive matmul's blocks (no barriers) spread wider the further back the slot (the middle 80 % of
     the index offsets +-105 blocks at slot 1, +-145 at slot 4; time 1.5x wider) - its own per-slot law
     shares too much held out, so the model keeps it on the pooled law (coresidency.law)."""
-    from perfmodel.coresidency import _lagged, recorded_launches
+    from perfmodel.coresidency import _lagged, _ordered, recorded_launches
 
     naive = [pl for stem, pls in recorded_launches("h200") if "-naive-" in stem for pl in pls]
     assert len(naive) >= 30
 
     def widths(j: int) -> tuple[float, float]:
-        got = [_lagged(pl, j) for pl in naive]
+        got = [_lagged(_ordered(pl), j) for pl in naive]
         return tuple(float(np.subtract(*np.quantile(np.concatenate([r[n] for r in got]), [0.9, 0.1])))
                      for n in (0, 1))
 
