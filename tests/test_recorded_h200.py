@@ -1043,7 +1043,7 @@ def test_coarse_8_waits_on_shared_loads_not_on_the_pipe(recorded):
 def test_issue_bound_probes_are_not_pipe_bound(recorded):
     """The probes the model calls issue-bound run at ~2.9 warp instructions per SM per cycle, not 4;
     ncu's per-pipe counts and peaks (plan h200_pipes) show no pipe near its peak, so a per-pipe issue
-    model would not explain the gap (the README says so)."""
+    model would not explain the gap (FINDINGS.md says so)."""
     from perfmodel.suite.profile import PIPES
 
     d = recorded
@@ -1062,7 +1062,7 @@ def test_issue_bound_probes_are_not_pipe_bound(recorded):
 
 
 def test_issue_bound_probes_stall_on_the_integer_multiply_pipe(recorded):
-    """Their warps wait on a throttled math pipe and on dispatch (plan h200_stalls), as the README says."""
+    """Their warps wait on a throttled math pipe and on dispatch (plan h200_stalls), as FINDINGS.md says."""
     d = recorded
     d = d[(d.source == "ncu") & d.case.isin(["probe.load_lines", "probe.store_lines"])
           & d.metric.str.startswith("smsp__average_warps_issue_stalled_")]

@@ -69,5 +69,5 @@ def sharing_section(held: list[pd.DataFrame], suite: pd.DataFrame, device: str, 
                           f"a row): {means(own)}. The model shares too little at small k and too much at large k "
                           "with either, so how the blocks met is not all of it; a steeper L1 survival (sets of "
                           "two ways, least recently used out) fitted the held-out rows but moved two placed suite "
-                          "rows past -5 % (README). Not understood.")
+                          "rows past -5 % (FINDINGS.md). Not understood.")
             + f"</p><p><img src='{folder.name}/{name}' width='520' alt='TILE 16 sharing against k'></p>")
