@@ -173,9 +173,12 @@ def cmd_predict(a: argparse.Namespace, extra: list[str]) -> None:
             raise PerfModelError(f"parameter {flag} needs an integer value")
         params[flag[2:].replace("-", "_")] = int(value)
     p = predict(a.case, a.device, **params)
+    plotted = _plot_roofline(p, a.device, a.plot) if a.plot else None
     if a.json:
         d = p.as_dict()
         print(json.dumps(d, default=lambda o: o.tolist() if isinstance(o, np.ndarray) else str(o), indent=1))
+        if plotted:
+            print(f"roofline written to {plotted}", file=sys.stderr)
         return
     print(f"{p.case} on {p.device} with {', '.join(f'{k}={v}' for k, v in p.params.items())}")
     print(f"  FLOPs {p.flops:.4g}; global loads {format_bytes(p.global_load_bytes)} "
@@ -197,6 +200,27 @@ def cmd_predict(a: argparse.Namespace, extra: list[str]) -> None:
           f"(naive roofline: {naive_roofline_time(a.case, a.device, **params) * 1e6:.2f} µs)")
     for n in p.notes:
         print(f"  note: {n}")
+    if plotted:
+        print(f"  roofline written to {plotted}")
+
+
+def _plot_roofline(p, device: str, path: str) -> str:
+    """The case's predicted dots (DRAM, L2, L1) on the device's hierarchical roofline, its measured
+    ceilings where recorded (datasheet values otherwise, labelled so)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from .ceilings import ceilings
+    from .report import figures
+
+    points = figures.roofline_points(p, f"{p.case} ({p.bound}-bound)")
+    if not points:
+        raise PerfModelError(f"{p.case} does no floating-point work (FLOPs = {p.flops}): it has no point on a "
+                             "roofline (without --plot, perfmodel predict prints its bytes per level and its bound)")
+    out = Path(path)
+    figures.roofline(ceilings(device), pd.DataFrame(points), out, p.device)
+    return str(out)
 
 
 def cmd_report(a: argparse.Namespace) -> None:
@@ -269,6 +293,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("case")
     p.add_argument("--device", default="H200")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", metavar="PNG", help="draw the case on the device's hierarchical roofline")
     p = sub.add_parser("report", help="rebuild every report from the recorded data (offline)")
     p.add_argument("--device", default="h200")
     p = sub.add_parser("validate", help="measure on the live GPU (PyCUDA), record, compare")

@@ -47,6 +47,26 @@ def test_predict_prints_the_breakdown(capsys):
     assert json.loads(capsys.readouterr().out)["flops"] == 2 * 512 * 1024 * 1024
 
 
+def test_predict_draws_the_case_on_the_roofline(capsys, tmp_path):
+    """--plot: the case's dots at each level's arithmetic intensity and the FLOP rate its predicted time
+    attains; a kernel without FLOPs has no dot, and says so."""
+    from perfmodel import predict
+    from perfmodel.report.figures import roofline_points
+
+    png = tmp_path / "roof.png"
+    assert main(["predict", "matmul.tiled", "--m", "1000", "--n", "1200", "--k", "900", "--tile", "16",
+                 "--plot", str(png)]) == 0
+    assert f"roofline written to {png}" in capsys.readouterr().out and png.stat().st_size > 10_000
+    p = predict("matmul.tiled", "H200", m=1000, n=1200, k=900, tile=16)
+    dots = roofline_points(p, "x")
+    assert {d["level"] for d in dots} == {"l1", "l2", "dram"}
+    for d in dots:
+        assert d["ai"] == p.arithmetic_intensity[d["level"]]
+        assert d["predicted_flops"] * p.time_s == pytest.approx(p.flops)
+    assert main(["predict", "transpose.naive", "--rows", "1000", "--cols", "1000", "--plot", str(png)]) == 2
+    assert "FLOPs = 0" in capsys.readouterr().err
+
+
 def test_devices_and_cases(capsys):
     assert main(["devices"]) == 0
     assert "rtx-5090" in capsys.readouterr().out

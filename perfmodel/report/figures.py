@@ -12,6 +12,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from ..ceilings import Ceilings  # noqa: E402
+from ..models.base import Prediction  # noqa: E402
 
 
 def _save(fig, path: Path) -> str:
@@ -37,10 +38,19 @@ def scatter(table: pd.DataFrame, path: Path, title: str) -> str:
     return _save(fig, path)
 
 
+def roofline_points(pred: Prediction, label: str, measured_s: float = float("nan")) -> list[dict]:
+    """A prediction's dots on the hierarchical roofline: one per level with a finite arithmetic
+    intensity, at the FLOP rate the predicted (and, where given, the measured) time attains."""
+    return [dict(label=label, level=level, ai=ai, measured_flops=pred.flops / measured_s,
+                 predicted_flops=pred.flops / pred.time_s)
+            for level, ai in pred.arithmetic_intensity.items() if np.isfinite(ai) and ai > 0]
+
+
 def roofline(ceil: Ceilings, points: pd.DataFrame, path: Path, device: str) -> str:
     """Hierarchical roofline: DRAM, L2, shared diagonals and FP32/FP64 flats; one dot per level."""
     fig, ax = plt.subplots(figsize=(8, 5.5))
-    ai = np.geomspace(1 / 64, 1024, 200)
+    span = (min(1 / 64, points.ai.min() / 2), max(1024, points.ai.max() * 2)) if len(points) else (1 / 64, 1024)
+    ai = np.geomspace(*span, 200)
     for c, style in ((ceil.dram_bytes_per_s, "C0-"), (ceil.l2_bytes_per_s, "C1-"), (ceil.smem_bytes_per_s, "C2-")):
         ax.plot(ai, np.minimum(ai * c.value, ceil.fp32_flops_per_s.value), style, lw=1.5,
                 label=f"{c.name}: {c.value / 1e12:.2f} TB/s ({c.source.split(':')[0]})")
@@ -48,17 +58,22 @@ def roofline(ceil: Ceilings, points: pd.DataFrame, path: Path, device: str) -> s
         ax.axhline(c.value, ls=style[1:], color="k", lw=1,
                    label=f"{c.name}: {c.value / 1e12:.1f} TFLOP/s ({c.source.split(':')[0]})")
     markers = {"dram": "o", "l2": "s", "l1": "^"}
+    measured = bool(len(points)) and bool(np.isfinite(points.measured_flops).any())
     for i, (case, g) in enumerate(points.groupby("label")):
         for _, r in g.iterrows():
-            ax.scatter(r.ai, r.measured_flops, marker=markers[r.level], color=f"C{(i + 3) % 10}", s=30,
-                       edgecolor="k", lw=0.4)
+            if np.isfinite(r.measured_flops):
+                ax.scatter(r.ai, r.measured_flops, marker=markers[r.level], color=f"C{(i + 3) % 10}", s=30,
+                           edgecolor="k", lw=0.4)
             ax.scatter(r.ai, r.predicted_flops, marker=markers[r.level], facecolor="none",
                        edgecolor=f"C{(i + 3) % 10}", s=40)
-        ax.annotate(case, (g.ai.iloc[0], g.measured_flops.iloc[0]), fontsize=6, xytext=(3, 3),
-                    textcoords="offset points")
+        at = g.measured_flops.iloc[0] if np.isfinite(g.measured_flops.iloc[0]) else g.predicted_flops.iloc[0]
+        ax.annotate(case, (g.ai.iloc[0], at), fontsize=6, xytext=(3, 3), textcoords="offset points")
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)", ylabel="FLOP/s",
-           title=f"Hierarchical roofline, {device} (filled: measured; open: predicted; o DRAM, s L2, ^ L1)")
-    ax.set_ylim(1e10, 2 * ceil.fp32_flops_per_s.value)
+           title=f"Hierarchical roofline, {device} ({'filled: measured; open: ' if measured else 'open: '}"
+                 "predicted; o DRAM, s L2, ^ L1)")
+    low = np.nanmin(points[["measured_flops", "predicted_flops"]].to_numpy()) if len(points) else 1e10
+    ax.set_xlim(*span)
+    ax.set_ylim(min(1e10, low / 2), 2 * ceil.fp32_flops_per_s.value)
     ax.legend(fontsize=7, loc="lower right")
     return _save(fig, path)
 

@@ -169,13 +169,9 @@ def ceilings_study(dev, data, table, ceil, folder: Path) -> Page:
     for _, r in table[(table.kind == "time") & (table.study.isin(["matmul", "stencil", "transpose", "ceilings"]))
                       ].iterrows():
         pred = predict(r.case, dev, **json.loads(r.params))
-        if not pred.flops:
-            continue
-        for level, ai in pred.arithmetic_intensity.items():
-            if np.isfinite(ai):
-                pts.append(dict(label=r.case_id.split("[")[0] + (f"[{json.loads(r.params).get('m', '')}]"),
-                                level=level, ai=ai, measured_flops=pred.flops / r.measured,
-                                predicted_flops=pred.flops / r.predicted))
+        if pred.flops:
+            label = r.case_id.split("[")[0] + f"[{json.loads(r.params).get('m', '')}]"
+            pts += figures.roofline_points(pred, label, r.measured)
     points = pd.DataFrame(pts).drop_duplicates(["label", "level"])
     f = figures.roofline(ceil, points, folder / "roofline.png", dev.name)
     page.figures = [("hierarchical roofline", f)]
