@@ -202,6 +202,30 @@ def cmd_predict(a: argparse.Namespace, extra: list[str]) -> None:
         print(f"  note: {n}")
     if plotted:
         print(f"  roofline written to {plotted}")
+    if a.measured:
+        _print_measured(p, a.device)
+
+
+def _print_measured(p, device: str) -> None:
+    """The case's recorded measurements (suite and held out) beside today's prediction, with their runs."""
+    from .recorded import measured, nearest
+
+    print("  (reading the recorded runs, suite and held out)", file=sys.stderr, flush=True)
+    got = measured(p.case, device, p.params)
+    if not len(got.rows):
+        near = nearest(p.case, device, p.params)
+        print(f"  measured: nothing recorded of {got.case_id} on {device}"
+              + (f"; nearest recorded: {', '.join(near)}" if near else ""))
+        return
+    for name, rows in got.rows.groupby("source_set", sort=False):
+        runs = got.runs[got.runs.source_set == name]
+        r = runs.iloc[-1]
+        print(f"  measured ({name}; {len(runs)} run(s) on {r.device}, driver {r.driver}, CUDA {r.cuda}, SM clock "
+              f"{r.sm_clock_mhz}, latest {r.run_id} at commit {r.commit}): ncu medians, CUDA-event time")
+        print(f"    {'metric':30s} {'kind':18s} {'predicted':>14s} {'measured':>14s} {'error':>8s}")
+        for row in rows.itertuples():
+            err = f"{100 * row.rel_error:+7.1f} %" if np.isfinite(row.rel_error) else "     n/a"
+            print(f"    {row.metric:30s} {row.kind:18s} {row.predicted:14.6g} {row.measured:14.6g} {err}")
 
 
 def _plot_roofline(p, device: str, path: str) -> str:
@@ -287,13 +311,15 @@ def main(argv: list[str] | None = None) -> int:
         p.add_argument("--define", action="append", help="NAME=VALUE constant (repeatable)")
         p.add_argument("--json", action="store_true")
     sub.add_parser("cases", help="list the kernel registry's cases and parameters")
-    p = sub.add_parser("predict", help="predict a registry case: bytes per level, bound, time",
+    p = sub.add_parser("predict", help="predict a registry case: bytes per level, bound, time", allow_abbrev=False,
                        description="e.g. perfmodel predict matmul.coarsened --m 4096 --n 4096 --k 4096 "
                        "--tile 32 --coarse 4. Parameters are those `perfmodel cases` lists.")
     p.add_argument("case")
     p.add_argument("--device", default="H200")
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="PNG", help="draw the case on the device's hierarchical roofline")
+    p.add_argument("--measured", action="store_true",
+                   help="print the case's recorded measurements (suite and held out) beside the prediction")
     p = sub.add_parser("report", help="rebuild every report from the recorded data (offline)")
     p.add_argument("--device", default="h200")
     p = sub.add_parser("validate", help="measure on the live GPU (PyCUDA), record, compare")

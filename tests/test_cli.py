@@ -67,6 +67,26 @@ def test_predict_draws_the_case_on_the_roofline(capsys, tmp_path):
     assert "FLOPs = 0" in capsys.readouterr().err
 
 
+def test_predict_beside_what_was_measured(capsys):
+    """--measured: the recorded ncu counts and times of exactly this case beside the prediction (the
+    DRAM reads are the median of the recorded ncu runs' dram__bytes_read.sum); an unrecorded shape names the
+    nearest recorded ones."""
+    from perfmodel.measurements import load
+
+    assert main(["predict", "matmul.tiled", "--m", "2048", "--n", "4096", "--k", "2048", "--tile", "16",
+                 "--measured"]) == 0
+    out = capsys.readouterr().out
+    assert "measured (suite;" in out and "driver" in out
+    d = load("h200")
+    raw = d[(d.case_id == "matmul.tiled[k=2048,m=2048,n=4096,tile=16]") & (d.metric == "dram__bytes_read.sum")
+            & (d.source == "ncu")]
+    line = next(x for x in out.splitlines() if x.split()[:1] == ["dram_read_bytes"])
+    assert float(line.split()[3]) == pytest.approx(raw.value.median(), rel=1e-5)
+    assert main(["predict", "matmul.tiled", "--m", "2000", "--n", "4000", "--k", "2000", "--tile", "16",
+                 "--measured"]) == 0
+    assert "nearest recorded: matmul.tiled[k=2048,m=2048,n=4088,tile=16]" in capsys.readouterr().out
+
+
 def test_devices_and_cases(capsys):
     assert main(["devices"]) == 0
     assert "rtx-5090" in capsys.readouterr().out
