@@ -68,9 +68,9 @@ def roofline(ceil: Ceilings, points: pd.DataFrame, path: Path, device: str) -> s
                        edgecolor=f"C{(i + 3) % 10}", s=40)
         at = g.measured_flops.iloc[0] if np.isfinite(g.measured_flops.iloc[0]) else g.predicted_flops.iloc[0]
         ax.annotate(case, (g.ai.iloc[0], at), fontsize=6, xytext=(3, 3), textcoords="offset points")
-    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)", ylabel="FLOP/s",
-           title=f"Hierarchical roofline, {device} ({'filled: measured; open: ' if measured else 'open: '}"
-                 "predicted; o DRAM, s L2, ^ L1)")
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOP/byte)", ylabel="FLOP/s")
+    ax.set_title(f"Hierarchical roofline, {device} ({'filled: measured; open: ' if measured else 'open: '}"
+                 "predicted; o DRAM, s L2, ^ L1)", fontsize=9)
     low = np.nanmin(points[["measured_flops", "predicted_flops"]].to_numpy()) if len(points) else 1e10
     ax.set_xlim(*span)
     ax.set_ylim(min(1e10, low / 2), 2 * ceil.fp32_flops_per_s.value)
