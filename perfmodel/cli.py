@@ -171,7 +171,10 @@ def cmd_predict(a: argparse.Namespace, extra: list[str]) -> None:
         value = next(it, None)
         if value is None or not value.lstrip("-").isdigit():
             raise PerfModelError(f"parameter {flag} needs an integer value")
-        params[flag[2:].replace("-", "_")] = int(value)
+        name = flag[2:].replace("-", "_")
+        if name in params:
+            raise PerfModelError(f"parameter {flag} given twice ({params[name]} and {value})")
+        params[name] = int(value)
     p = predict(a.case, a.device, **params)
     plotted = _plot_roofline(p, a.device, a.plot) if a.plot else None
     if a.json:

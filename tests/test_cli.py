@@ -26,6 +26,12 @@ def test_bad_input_is_a_clear_error(capsys):
     assert "^" in capsys.readouterr().err
     assert main(["occupancy", "--device", "H300", "--threads", "32", "--regs", "8"]) == 2
     assert "did you mean" in capsys.readouterr().err
+    assert main(["predict", "matmul.tiled", "--m", "10", "--n", "10", "--k", "10", "--m", "20"]) == 2
+    assert "parameter --m given twice (10 and 20)" in capsys.readouterr().err
+    assert main(["predict", "matmul.tiled", "--m", "10", "--n", "10", "--k", "0"]) == 2
+    assert "loop ph runs 0 times" in capsys.readouterr().err
+    assert main(["predict", "probe.store_lines", "--lines", "3"]) == 2
+    assert "lines = 3 must divide a warp's 32 lanes" in capsys.readouterr().err
 
 
 def test_smem_and_global_speak_cuda(capsys):

@@ -84,6 +84,29 @@ def test_launches_that_cannot_run_are_refused_by_name():
         perfmodel.predict("probe.copy", "h200", n=40_000_000_000)
 
 
+def test_every_parameter_at_zero_one_or_three_predicts_or_is_refused_by_name():
+    """No case's parameter, set alone to 0, 1 or 3, ends in anything but a Prediction or a PerfModelError
+    (a loop of no trips, lanes that do not divide a warp: named, not a ZeroDivisionError from inside)."""
+    import warnings
+
+    from perfmodel.suite.registry import REGISTRY, _load
+
+    _load()
+    crashed = []
+    for name, case in sorted(REGISTRY.items()):
+        for key in case.defaults:
+            for value in (0, 1, 3):
+                try:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("error")
+                        perfmodel.predict(name, "h200", **{key: value})
+                except PerfModelError:
+                    pass
+                except Exception as exc:  # noqa: BLE001 - what the test looks for
+                    crashed.append(f"{name} {key}={value}: {type(exc).__name__}: {exc}")
+    assert not crashed, "\n".join(crashed)
+
+
 def test_parameters_without_a_compiled_kernel_are_refused_by_name():
     """Template parameters pick an instantiation; one the source does not compile is named, with the
     ones it does (the held-out draw asked for stencil.temporal at 7 steps and the launch failed)."""

@@ -109,6 +109,10 @@ def _launch(case, p: dict[str, int], dev: DeviceSpec | None = None):
     if min(*launch.grid, *launch.block) < 1:
         raise PerfModelError(f"{case.name}: grid {launch.grid} x block {launch.block} has an empty dimension "
                              f"(parameters {', '.join(f'{k} = 0' for k in zeros) or p})")
+    if idle := {lp: n for lp, n in launch.loops.items() if n < 1}:
+        raise PerfModelError(f"{case.name}: loop {', '.join(f'{lp} runs {n} times' for lp, n in idle.items())} "
+                             f"(parameters {', '.join(f'{k} = {v}' for k, v in sorted(p.items()))}): the kernel "
+                             "does no work")
     if dev is not None:
         launch_limits(dev, case, p, launch)
     return launch

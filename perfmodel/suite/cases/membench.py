@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import PerfModelError
 from ...memory import Access, Launch
 from ..registry import KernelCase, Setup, cdiv, f32, register
 
@@ -142,6 +143,14 @@ register(KernelCase(
 PATTERNS = ("0", "lane % 16", "lane % 8", "lane / 2", "lane / 8", "lane ^ 1", "(lane % 4) * 8", "(lane % 16) * 2")
 
 
+def _pattern(mode: int) -> str:
+    """The word a lane reads in pattern `mode` (membench.cu's spattern switch)."""
+    if not 0 <= mode < len(PATTERNS):
+        raise PerfModelError(f"mem.shared_pattern: mode = {mode}; membench.cu's patterns are 0..{len(PATTERNS) - 1}: "
+                             + ", ".join(f"{i}: {e}" for i, e in enumerate(PATTERNS)))
+    return PATTERNS[mode]
+
+
 def _pattern_setup(p, rng) -> Setup:
     v = VEC[p["width"]]
     lane = np.arange(SHARED_BLOCK) % 32
@@ -154,7 +163,7 @@ def _pattern_setup(p, rng) -> Setup:
 def _pattern_values(mode: int, lane: np.ndarray) -> np.ndarray:
     from ...memory.expr import Expr
 
-    return np.broadcast_to(Expr(PATTERNS[mode]).evaluate({"lane": lane}), lane.shape)
+    return np.broadcast_to(Expr(_pattern(mode)).evaluate({"lane": lane}), lane.shape)
 
 
 register(KernelCase(
@@ -165,7 +174,7 @@ register(KernelCase(
     dynamic_smem=lambda p: 64 * p["width"],
     accesses=lambda p: [
         Access("init store", "shared", "tx", elem_bytes=p["width"], store=True, array="s"),
-        Access(f"read s[{PATTERNS[p['mode']]}]", "shared", f"(tx/32)*32 + ({PATTERNS[p['mode']]})",
+        Access(f"read s[{_pattern(p['mode'])}]", "shared", f"(tx/32)*32 + ({_pattern(p['mode'])})",
                elem_bytes=p["width"], loops=("r",), array="s"),
         Access("out store", "global", "bx*bdx + tx", store=True, array="out")],
     setup=_pattern_setup,

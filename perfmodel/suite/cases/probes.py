@@ -279,7 +279,14 @@ def _store_lines_accesses(p) -> list[Access]:
                    loops=("rep",), array="out")]
 
 
+def _check_lines(name: str, p) -> None:
+    if p["lines"] not in (1, 2, 4, 8, 16, 32) or p["footprint_lines"] < 1:
+        raise PerfModelError(f"{name}: lines = {p['lines']} must divide a warp's 32 lanes (1, 2, 4, 8, 16 or 32) "
+                             f"and footprint_lines = {p['footprint_lines']} be at least 1")
+
+
 def _store_lines_launch(p) -> Launch:
+    _check_lines("probe.store_lines", p)
     return Launch(block=(BLOCK, 1, 1), grid=(_grid(p), 1, 1), loops={"rep": p["passes"]}, params=dict(p))
 
 
@@ -290,6 +297,7 @@ def _store_lines_bytes(p) -> tuple[int, int]:
 
 
 def _store_scatter_launch(p) -> Launch:
+    _check_lines("probe.store_scatter", p)
     foot, stride = p["footprint_lines"], p["stride"]
     if foot & (foot - 1) or stride % 2 == 0:
         raise PerfModelError(f"probe.store_scatter: footprint_lines = {foot} must be a power of two and stride = "
