@@ -55,6 +55,13 @@ def fingerprint() -> str:
     return h.hexdigest()
 
 
+@functools.cache
+def _say_building(where: Path) -> None:
+    """Once a process: a calibration is being rebuilt (the code or the recorded data changed, or first use)."""
+    print(f"perfmodel: reading the calibrations off the recorded data (~20 s, once; kept under {where})",
+          file=sys.stderr, flush=True)
+
+
 def on_disk(fn: Callable[..., T]) -> Callable[..., T]:
     """Memoise `fn` (hashable, picklable arguments; a picklable result) in memory and on disk."""
     @functools.cache
@@ -69,6 +76,7 @@ def on_disk(fn: Callable[..., T]) -> Callable[..., T]:
             return pickle.loads(path.read_bytes())
         except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
             pass  # not kept yet, or kept by code that no longer reads it: compute
+        _say_building(where)
         value = fn(*args, **kwargs)
         try:
             where.mkdir(parents=True, exist_ok=True)
