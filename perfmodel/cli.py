@@ -159,10 +159,8 @@ def cmd_cases(a: argparse.Namespace) -> None:
         print(f"{name:26s} {defaults}\n{'':26s} {c.description}")
 
 
-def cmd_predict(a: argparse.Namespace, extra: list[str]) -> None:
-    from . import predict
-    from .models import naive_roofline_time
-
+def _case_params(extra: list[str]) -> dict[str, int]:
+    """--name value pairs after the case: its parameters."""
     params: dict[str, int] = {}
     it = iter(extra)
     for flag in it:
@@ -175,6 +173,14 @@ def cmd_predict(a: argparse.Namespace, extra: list[str]) -> None:
         if name in params:
             raise PerfModelError(f"parameter {flag} given twice ({params[name]} and {value})")
         params[name] = int(value)
+    return params
+
+
+def cmd_predict(a: argparse.Namespace, extra: list[str]) -> None:
+    from . import predict
+    from .models import naive_roofline_time
+
+    params = _case_params(extra)
     p = predict(a.case, a.device, **params)
     plotted = _plot_roofline(p, a.device, a.plot) if a.plot else None
     if a.json:
@@ -250,6 +256,29 @@ def _plot_roofline(p, device: str, path: str) -> str:
     return str(out)
 
 
+def cmd_sweep(a: argparse.Namespace, extra: list[str]) -> None:
+    from pathlib import Path
+
+    from . import sweep
+
+    if "=" not in a.vary:
+        raise PerfModelError(f"--vary {a.vary!r}: give NAME=VALUES, e.g. coarse=1,2,4,8 or m=1024:8192:x2")
+    name, text = a.vary.split("=", 1)
+    table = sweep.sweep(a.case, a.device, name, sweep.parse_values(text), **_case_params(extra))
+    if a.csv:
+        print(table.to_csv(index=False), end="")
+    else:
+        show = table[[name, "time_s", "bound", "global_bytes", "l2_bytes", "dram_bytes", "ai_dram_flop_per_byte",
+                      "occupancy", "waves"]].assign(
+            time_s=table.time_s * 1e6, **{c: table[c].map(format_bytes) for c in ("global_bytes", "l2_bytes",
+                                                                                  "dram_bytes")})
+        show.columns = [name, "time_us", "bound", "L1_requested", "L2", "DRAM", "AI_dram_FLOP/B", "occupancy", "waves"]
+        print(show.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    if a.plot:
+        print(f"figure written to {Path(a.plot).parent / sweep.plot(table, name, a.case, Path(a.plot))}",
+              file=sys.stderr if a.csv else sys.stdout)
+
+
 def cmd_report(a: argparse.Namespace) -> None:
     from .report import build
 
@@ -323,6 +352,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--plot", metavar="PNG", help="draw the case on the device's hierarchical roofline")
     p.add_argument("--measured", action="store_true",
                    help="print the case's recorded measurements (suite and held out) beside the prediction")
+    p = sub.add_parser("sweep", help="predict a registry case over the values of one parameter", allow_abbrev=False,
+                       description="e.g. perfmodel sweep matmul.coarsened --vary coarse=1,2,4,8 --m 4096 --n 4096 "
+                       "--k 4096 --plot coarse.png. Values: a list (1,2,4,8) or start:stop:step, stop included, "
+                       "step xK to multiply (1024:8192:x2).")
+    p.add_argument("case")
+    p.add_argument("--vary", required=True, metavar="NAME=VALUES", help="the parameter swept and its values")
+    p.add_argument("--device", default="H200")
+    p.add_argument("--csv", action="store_true", help="every column (each time term too) as CSV")
+    p.add_argument("--plot", metavar="PNG", help="draw time (its largest terms, the bound) and bytes per level")
     p = sub.add_parser("report", help="rebuild every report from the recorded data (offline)")
     p.add_argument("--device", default="h200")
     p = sub.add_parser("validate", help="measure on the live GPU (PyCUDA), record, compare")
@@ -333,8 +371,8 @@ def main(argv: list[str] | None = None) -> int:
                    "passing the same folder again)")
     args, extra = ap.parse_known_args(argv)
     try:
-        if args.cmd == "predict":
-            cmd_predict(args, extra)
+        if args.cmd in ("predict", "sweep"):
+            globals()[f"cmd_{args.cmd}"](args, extra)
         elif extra:
             ap.error(f"unrecognized arguments: {' '.join(extra)}")
         else:

@@ -93,6 +93,29 @@ def test_predict_beside_what_was_measured(capsys):
     assert "nearest recorded: matmul.tiled[k=2048,m=2048,n=4088,tile=16]" in capsys.readouterr().out
 
 
+def test_sweep_shows_coarsening_save_the_textbook_share_of_loads(capsys, tmp_path):
+    """perfmodel sweep: one row a value; coarsened matmul's global loads fall by the textbook's
+    (1 + 1/C) / 2 - 25, 37.5, 43.75 % for C = 2, 4, 8 - with its C stores beside them; the figure is written."""
+    from perfmodel.sweep import parse_values, sweep
+
+    assert parse_values("1024:8192:x2") == [1024, 2048, 4096, 8192]
+    assert parse_values("512:1536:512") == [512, 1024, 1536]
+    t = sweep("matmul.coarsened", "H200", "coarse", [1, 2, 4, 8], progress=False, m=4096, n=4096, k=4096, tile=32)
+    stores = 4096 * 4096 * 4
+    loads = t.global_bytes - stores
+    assert list(loads / loads.iloc[0]) == pytest.approx([1, 0.75, 0.625, 0.5625], rel=1e-6)
+    png = tmp_path / "sweep.png"
+    assert main(["sweep", "matmul.coarsened", "--vary", "coarse=1,2,4,8", "--m", "4096", "--n", "4096", "--k", "4096",
+                 "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert len([x for x in out.splitlines() if x.split()[:1] in (["1"], ["2"], ["4"], ["8"])]) == 4
+    assert png.stat().st_size > 10_000
+    assert main(["sweep", "matmul.tiled", "--vary", "m=1024", "--m", "5"]) == 2
+    assert "both swept and fixed" in capsys.readouterr().err
+    assert main(["sweep", "matmul.tiled", "--vary", "m=1:10:0"]) == 2
+    assert "step = 0 must be at least 1" in capsys.readouterr().err
+
+
 def test_devices_and_cases(capsys):
     assert main(["devices"]) == 0
     assert "rtx-5090" in capsys.readouterr().out
@@ -100,7 +123,7 @@ def test_devices_and_cases(capsys):
     assert "stencil.temporal" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("cmd", ["devices", "occupancy", "smem", "global", "predict", "report", "validate"])
+@pytest.mark.parametrize("cmd", ["devices", "occupancy", "smem", "global", "predict", "sweep", "report", "validate"])
 def test_help_is_complete(cmd, capsys):
     with pytest.raises(SystemExit):
         main([cmd, "--help"])

@@ -78,6 +78,28 @@ def roofline(ceil: Ceilings, points: pd.DataFrame, path: Path, device: str) -> s
     return _save(fig, path)
 
 
+def sweep(table: pd.DataFrame, x: str, terms: list[str], path: Path, title: str) -> str:
+    """Left: predicted time (labelled with the bound) and the `terms` columns (s), log; right: the bytes
+    L1, L2 and DRAM move (global_bytes, l2_bytes, dram_bytes)."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    t = table.sort_values(x)
+    left.plot(t[x], t.time_s * 1e6, "k-o", label="predicted time")
+    for xv, yv, b in zip(t[x], t.time_s * 1e6, t.bound, strict=True):
+        left.annotate(b, (xv, yv), fontsize=7, xytext=(0, 5), textcoords="offset points", ha="center")
+    for c in terms:
+        left.plot(t[x], t[c] * 1e6, "--", label=c.removeprefix("term_").removesuffix("_s"))
+    left.set(yscale="log", xlabel=x, ylabel="µs", title=f"{title}: time (labels: bound)")
+    for col, style, label in (("global_bytes", "-o", "L1 (requested by the SMs)"), ("l2_bytes", "-s", "L2"),
+                              ("dram_bytes", "-^", "DRAM")):
+        right.plot(t[x], t[col], style, label=label)
+    right.set(yscale="log", xlabel=x, ylabel="bytes", title=f"{title}: bytes per level")
+    for ax in (left, right):
+        ax.legend(fontsize=7)
+        if t[x].min() > 0 and t[x].max() / t[x].min() >= 16:
+            ax.set_xscale("log", base=2)
+    return _save(fig, path)
+
+
 def lines(df: pd.DataFrame, x: str, ys: list[tuple[str, str, str]], path: Path, title: str, xlabel: str,
           ylabel: str, group: str | None = None, logx: bool = False, logy: bool = False,
           marks: list[tuple[float, str]] | None = None, levels: list[tuple[float, str]] | None = None) -> str:
