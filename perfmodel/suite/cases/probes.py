@@ -279,14 +279,10 @@ def _store_lines_accesses(p) -> list[Access]:
                    loops=("rep",), array="out")]
 
 
-def _check_lines(name: str, p) -> None:
+def _store_lines_launch(p, name: str = "probe.store_lines") -> Launch:
     if p["lines"] not in (1, 2, 4, 8, 16, 32) or p["footprint_lines"] < 1:
         raise PerfModelError(f"{name}: lines = {p['lines']} must divide a warp's 32 lanes (1, 2, 4, 8, 16 or 32) "
                              f"and footprint_lines = {p['footprint_lines']} be at least 1")
-
-
-def _store_lines_launch(p) -> Launch:
-    _check_lines("probe.store_lines", p)
     return Launch(block=(BLOCK, 1, 1), grid=(_grid(p), 1, 1), loops={"rep": p["passes"]}, params=dict(p))
 
 
@@ -297,12 +293,11 @@ def _store_lines_bytes(p) -> tuple[int, int]:
 
 
 def _store_scatter_launch(p) -> Launch:
-    _check_lines("probe.store_scatter", p)
     foot, stride = p["footprint_lines"], p["stride"]
-    if foot & (foot - 1) or stride % 2 == 0:
+    if foot < 1 or foot & (foot - 1) or stride % 2 == 0:
         raise PerfModelError(f"probe.store_scatter: footprint_lines = {foot} must be a power of two and stride = "
                              f"{stride} odd (a permutation of the lines)")
-    return _store_lines_launch(p)
+    return _store_lines_launch(p, "probe.store_scatter")
 
 
 register(KernelCase(
