@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,13 +30,13 @@ class CaseMeasurements:
     runs: pd.DataFrame
 
 
-def _places(device_key: str):
-    """(name, folder) of the suite's runs and of each held-out set's."""
+@lru_cache(maxsize=2)
+def _recorded(device_key: str) -> tuple[tuple[str, pd.DataFrame], ...]:
+    """(name, runs) of the suite ("suite") and of each held-out set with a run recorded, read once."""
     from .holdout import HOLDOUT_DIR, sets
 
-    yield "suite", DATA_DIR
-    for name in sets():
-        yield name, HOLDOUT_DIR / name
+    places = [("suite", DATA_DIR), *((name, HOLDOUT_DIR / name) for name in sets())]
+    return tuple((name, data) for name, folder in places if len(data := load(device_key, folder)))
 
 
 def measured(case: str, device: str, params: dict[str, int]) -> CaseMeasurements:
@@ -47,10 +48,7 @@ def measured(case: str, device: str, params: dict[str, int]) -> CaseMeasurements
     dev = lookup(device)
     cid = case_id(case, params)
     rows, runs = [], []
-    for name, folder in _places(dev.key):
-        data = load(dev.key, folder)
-        if not len(data):
-            continue
+    for name, data in _recorded(dev.key):
         data = data[data.case_id == cid]
         if not len(data):
             continue
@@ -66,10 +64,7 @@ def nearest(case: str, device: str, params: dict[str, int], most: int = 5) -> li
     1 where one is zero or missing), suite and held out."""
     dev = lookup(device)
     seen: dict[str, float] = {}
-    for _, folder in _places(dev.key):
-        data = load(dev.key, folder)
-        if not len(data):
-            continue
+    for _, data in _recorded(dev.key):
         for cid, p in data[data.case == case].drop_duplicates("case_id")[["case_id", "params"]].itertuples(
                 index=False):
             other = json.loads(p)
