@@ -26,11 +26,11 @@ def parse_size(text: str | int) -> int:
 
 
 def format_bytes(n: float) -> str:
-    """1536 -> '1.5 KiB'; exact multiples print without decimals."""
+    """1536 -> '1.5 KiB', 1010 MiB -> '1010 MiB'; exact multiples print without decimals, never an exponent."""
     for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if abs(n) >= scale:
             v = n / scale
-            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.3g} {unit}"
+            return f"{v:.0f} {unit}" if v == int(v) or abs(v) >= 1000 else f"{v:.3g} {unit}"
     return f"{n:.0f} B"
 
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from perfmodel.cli import main
+from perfmodel.units import format_bytes
 
 
 def test_occupancy_report_and_json(capsys, tmp_path):
@@ -141,3 +142,11 @@ def test_every_miss_in_the_gaps_table_names_a_reason_or_says_it_has_none():
     html = gaps.table(t, COUNTER_ROWS)
     assert "L2 fills" in html and "shared loads" in html and "stencil.naive" not in html
     assert gaps.reason("time_s", "stencil.naive") == "not explained yet"
+
+
+def test_sizes_print_as_a_cuda_engineer_writes_them():
+    assert format_bytes(1536) == "1.5 KiB"
+    assert format_bytes(228 * 1024) == "228 KiB"
+    assert format_bytes(1010.4 * 1024**2) == "1010 MiB"  # not '1.01e+03 MiB'
+    assert format_bytes(1023.6 * 1024) == "1024 KiB"
+    assert format_bytes(512) == "512 B"
