@@ -88,8 +88,12 @@ def test_held_out_tile16_follows_its_own_curve():
     1775 x 3740 x 1717 at 24 MiB -15 % (the stream -5.0 %); set 50 one, 722 x 3744 x 2275 at 31 MiB, -14 %
     (the stream -26 %), and set 51 one, 3331 x 3004 x 2534 at 29 MiB, -42 % (the stream -43 %: L2 lost
     nearly all of a B just under one partition - a jump the curve does not know, as at 41 MiB below); set
-    53 one, 2861 x 5600 x 1286 at 27 MiB, +7.8 % (the stream +12.5 %). The 22 late rows before sets 50
-    and 51: 12.0 % off, worst -40 %; the 25 now 11.9 %, worst -42 %."""
+    53 one, 2861 x 5600 x 1286 at 27 MiB, +7.8 % (the stream +12.5 %); set 54 two, 2802 x 4120 x 1856 at
+    29 MiB +4.7 % (the stream -1.8 %) and 3206 x 2956 x 3727 at 42 MiB -8.9 % (the stream +54 %); set 55
+    (chosen by hand for L1 sharing) five, 1536 x 4800 at k = 1536-3072 (28-56 MiB) -3.8, +4.6, +12.0 and
+    +3.6 % and 2048 x 2400 x 3072 (28 MiB) -15.4 % (the stream -15.9 %). The 22 late rows before sets 50
+    and 51: 12.0 % off, worst -40 %; the 25 before sets 54 and 55 11.9 %, worst -42 %; the 32 now 11.0 %
+    (14 within 5 %), worst -42 %."""
     import tomllib
     from pathlib import Path
 
@@ -113,10 +117,10 @@ def test_held_out_tile16_follows_its_own_curve():
                                                   / measured - 1), stream=abs(rule / measured - 1)))
     t = pd.DataFrame(rows)
     early, late_rows = t[~t.late], t[t.late]
-    assert len(early) == 35 and len(late_rows) == 25
+    assert len(early) == 35 and len(late_rows) == 32
     assert (early.own <= 0.05).sum() >= 24 and early.own.mean() < 0.06 and early.own.max() < 0.28, early
     assert early.own.mean() < 0.5 * early.stream.mean() and (early.own <= 0.05).sum() > (early.stream <= 0.05).sum()
-    assert (late_rows.own <= 0.05).sum() >= 10 and late_rows.own.mean() < 0.125, late_rows
+    assert (late_rows.own <= 0.05).sum() >= 14 and late_rows.own.mean() < 0.115, late_rows
     assert late_rows.own.mean() < late_rows.stream.mean() and late_rows.own.max() < 0.42
 
 
