@@ -203,8 +203,9 @@ def cmd_predict(a: argparse.Namespace, extra: list[str]) -> None:
     print(f"  occupancy {100 * o.occupancy:.0f} % ({o.blocks_per_sm} blocks/SM, limited by "
           f"{', '.join(o.limiters)}); {p.blocks} blocks = {p.waves:.2f} waves of {p.resident_blocks}")
     print("  time breakdown:")
+    width = max((len(t.name) for t in p.breakdown), default=0)
     for t in sorted(p.breakdown, key=lambda t: -t.time_s):
-        print(f"    {t.name:8s} {t.time_s * 1e6:10.2f} µs  ({t.note})")
+        print(f"    {t.name:{width}s} {t.time_s * 1e6:10.2f} µs  ({t.note})")
     print(f"  => {p.bound}-bound, predicted {p.time_s * 1e6:.2f} µs "
           f"(naive roofline: {naive_roofline_time(a.case, a.device, **params) * 1e6:.2f} µs)")
     for n in p.notes:

@@ -50,6 +50,8 @@ def test_predict_prints_the_breakdown(capsys):
                  "--tile", "32", "--coarse", "4"]) == 0
     out = capsys.readouterr().out
     assert "time breakdown" in out and "-bound, predicted" in out
+    terms = out.split("time breakdown:\n")[1].split("  =>")[0].splitlines()
+    assert len({t.index(" µs") for t in terms}) == 1  # the times line up, whatever the terms' names
     assert main(["predict", "matmul.tiled", "--m", "512", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["flops"] == 2 * 512 * 1024 * 1024
 
