@@ -67,7 +67,8 @@ def run(plan: str, out: Path, *, ncu: bool = True, extras: bool | tuple[str, ...
         rec.close()
         sys.exit(1 if failures else 0)
     if extras:
-        for name, fn in (("chase", special.chase), ("chase_loaded", special.chase_loaded),
+        for name, fn in (("chase", special.chase), ("chase_l1_edge", special.chase_l1_edge),
+                         ("chase_loaded", special.chase_loaded),
                          ("chase_shared", special.chase_shared),
                          ("memcpy", special.memcpy_dtod), ("streams", special.streams)):
             if extras is not True and name not in extras:

@@ -16,6 +16,10 @@ CHASE_SIZES = [16 << 10, 32 << 10, 64 << 10, 128 << 10, 192 << 10, 256 << 10, 38
                56 << 20, 64 << 20, 96 << 20, 128 << 20, 256 << 20, 512 << 20, 1 << 30]
 
 
+L1_EDGE_SIZES = [kib << 10 for kib in range(160, 392, 8)]  # where ld.ca stops hitting L1 (one chase: 192-384 KiB)
+L1_EDGE_SEEDS = (1, 2, 3)  # other cycle orders: does the share an over-full L1 keeps hang on the order?
+
+
 def _row(study: str, name: str, params: dict, metric: str, unit: str, value: float, source: str,
          stat: str = "value") -> Measurement:
     return Measurement(study, name, case_id(name, params), params_json(params), metric, unit, stat,
@@ -64,6 +68,12 @@ def chase(ops=("ca", "cg", "cv"), sizes=CHASE_SIZES, steps: int = 4096, seed: in
               flush=True)
     buf.free()
     return rows
+
+
+def chase_l1_edge() -> list[Measurement]:
+    """`chase` with ld.ca at 160-384 KiB in 8 KiB steps, three cycle orders: the L1's capacity and how
+    much of a cycle larger than it stays (none under LRU, exp(-x (1 - h)) at random; tests/test_l1_policy.py)."""
+    return [r for seed in L1_EDGE_SEEDS for r in chase(ops=("ca",), sizes=L1_EDGE_SIZES, seed=seed)]
 
 
 def chase_shared(steps: int = 4096) -> list[Measurement]:
