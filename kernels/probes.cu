@@ -34,6 +34,27 @@ extern "C" __global__ void chase_shared(const unsigned* __restrict__ init, int n
     sink[0] = j;
 }
 
+// One thread, per trial t: load line t of x (ld.ca), then walk `fills` lines of fill[] that no trial has
+// touched (ld.ca, each word the index of the next; a trial's last holds 0, as x's words do), then time
+// the reload of x's line t: served by L1 where the fills left it there. cycles[t] per trial.
+extern "C" __global__ void l1_survival(const unsigned* __restrict__ x, const unsigned* __restrict__ fill,
+                                       int fills, int trials, unsigned long long* cycles, unsigned* sink) {
+    __shared__ unsigned seen;
+    unsigned k = 0, v = 0;
+    for (int t = 0; t < trials; ++t) {
+        asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(v) : "l"(x + 32 * (size_t)t + k) : "memory");
+        k = (unsigned)(t * fills) * 32u + v;  // v == 0: the walk waits on the line's arrival
+        for (int i = 0; i < fills; ++i)
+            asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(k) : "l"(fill + k) : "memory");
+        long long t0 = clock64();  // k == 0 now, known only once the last fill arrived
+        asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(v) : "l"(x + 32 * (size_t)t + k) : "memory");
+        asm volatile("st.shared.u32 [%0], %1;" :: "r"((unsigned)__cvta_generic_to_shared(&seen)), "r"(v) : "memory");
+        cycles[t] = (unsigned long long)(clock64() - t0);  // the store above waited for the reload
+        k = v;
+    }
+    sink[0] = k + seen;
+}
+
 extern "C" __global__ void copy_f1(const float* __restrict__ in, float* __restrict__ out, size_t n) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
         out[i] = in[i];

@@ -45,3 +45,23 @@ def test_cyclic_hits_at_random_is_the_survival_law_fixed_point():
         assert h == pytest.approx(float(kept(x * (1 - h), 1.0)), rel=1e-9) and 0 < h < 1
     assert cyclic_hits_at_random(0.9, 1.0) == 1.0
     assert cyclic_hits_at_random(2.0, 1.0) == pytest.approx(0.2032, abs=1e-4)
+
+
+def test_the_survival_probes_fill_walks_cover_each_trials_own_lines_once():
+    """kernels/probes.cu l1_survival walks, per trial t, from word t x fills x 32 through fill[] until a 0:
+    each trial must touch exactly its own `fills` lines, each once, none another trial's (the probe's
+    fills are lines L1 has not seen), and end on 0 (the reload's offset)."""
+    import numpy as np
+
+    from perfmodel.suite.special import WORDS_PER_LINE, survival_chain
+
+    trials, fills = 5, 37
+    host = survival_chain(trials, fills, np.random.default_rng(7))
+    for t in range(trials):
+        k, seen = t * fills * WORDS_PER_LINE, []
+        for _ in range(fills):
+            seen.append(k // WORDS_PER_LINE)
+            k = int(host[k])
+        assert k == 0 and sorted(seen) == list(range(t * fills, (t + 1) * fills))
+    assert not host[np.arange(host.size) % WORDS_PER_LINE != 0].any()
+    assert survival_chain(3, 0, np.random.default_rng(7)).size == WORDS_PER_LINE  # no fills: one idle line

@@ -68,6 +68,7 @@ def run(plan: str, out: Path, *, ncu: bool = True, extras: bool | tuple[str, ...
         sys.exit(1 if failures else 0)
     if extras:
         for name, fn in (("chase", special.chase), ("chase_l1_edge", special.chase_l1_edge),
+                         ("l1_survival", special.l1_survival),
                          ("chase_loaded", special.chase_loaded),
                          ("chase_shared", special.chase_shared),
                          ("memcpy", special.memcpy_dtod), ("streams", special.streams)):

@@ -76,6 +76,57 @@ def chase_l1_edge() -> list[Measurement]:
     return [r for seed in L1_EDGE_SEEDS for r in chase(ops=("ca",), sizes=L1_EDGE_SIZES, seed=seed)]
 
 
+L1_FILL_SIZES = [kib << 10 for kib in (0, 32, 64, 96, 128, 160, 176, 192, 208, 224, 240, 256, 288, 320, 384, 512)]
+WORDS_PER_LINE = LINE_BYTES // 4
+
+
+def survival_chain(trials: int, fills: int, rng: np.random.Generator) -> np.ndarray:
+    """The fill buffer of `l1_survival`: trials x fills lines, trial t's own run of lines from line
+    t x fills on in a random order, each line's first word the word index of the trial's next line, the
+    last line's 0 (every other word 0)."""
+    host = np.zeros(max(trials * fills, 1) * WORDS_PER_LINE, dtype=np.uint32)
+    for t in range(trials if fills else 0):
+        first = t * fills
+        order = np.concatenate(([first], first + 1 + rng.permutation(fills - 1)))
+        host[order[:-1] * WORDS_PER_LINE] = (order[1:] * WORDS_PER_LINE).astype(np.uint32)
+    return host
+
+
+HIT_MARGIN_CYCLES = 120  # an L1 hit reloads within this of the no-fill reload; L2 is ~250 cycles further
+
+
+def l1_survival(sizes=L1_FILL_SIZES, trials: int = 64, seed: int = 1) -> list[Measurement]:
+    """How much of a line L1 keeps after `size` bytes of other lines came in: per size, the share of
+    trials whose reload took under HIT_MARGIN_CYCLES more than the median reload with no fills (the
+    first size, 0), and the median cycles. An L1 that replaces at random keeps exp(-fills / L1), an LRU
+    one all of it up to its capacity and none past (models.placed.kept)."""
+    if sizes[0] != 0:
+        raise ValueError(f"l1_survival: the first fill size must be 0 (the L1-hit baseline), not {sizes[0]}")
+    rng = np.random.default_rng(seed)
+    buf = gpu.Buffers()
+    x = buf.upload("x", np.zeros(trials * WORDS_PER_LINE, dtype=np.uint32))
+    cycles = buf.empty("cycles", (trials,), np.uint64)
+    sink = buf.empty("sink", (1,), np.uint32)
+    k = gpu.kernel("probes.cu", "l1_survival")
+    rows, baseline = [], 0.0
+    for size in sizes:
+        fills = size // LINE_BYTES
+        fill = buf.upload(f"fill{size}", survival_chain(trials, fills, rng))
+        gpu.launch(k, (1, 1, 1), (1, 1, 1), [x, fill, np.int32(fills), np.int32(trials), cycles, sink])
+        gpu.synchronize()
+        c = buf.download("cycles").astype(float)
+        if not fills:
+            baseline = float(np.median(c))
+        hit = float(np.mean(c < baseline + HIT_MARGIN_CYCLES))
+        params = {"fill_bytes": size, "trials": trials}
+        rows.append(_row("latency", "probe.l1_survival", params, "reload_cycles", "cycle", np.median(c), "clock64"))
+        rows.append(_row("latency", "probe.l1_survival", params, "l1_hit_share", "share", hit, "clock64"))
+        print(f"  l1_survival {size >> 10:>4} KiB of fills: median {np.median(c):6.1f} cycles, "
+              f"{100 * hit:5.1f} % from L1", flush=True)
+    buf.free()
+    return rows
+
+
 def chase_shared(steps: int = 4096) -> list[Measurement]:
     n = 1024
     perm = np.random.default_rng(2).permutation(n)
