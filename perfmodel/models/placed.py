@@ -21,8 +21,8 @@ def kept(fill_bytes: np.ndarray, l1_bytes: float) -> np.ndarray:
     """The share of a line still in L1 after `fill_bytes` of other lines came in: an L1 that replaces at
     random keeps it with exp(-fills / L1). The H200's L1 does not replace at random - a pointer chase keeps
     nothing of a cycle 1.5x what it holds whole (`cyclic_hits_at_random`, FINDINGS.md "The L1 keeps by
-    recency") - but over the spread of a block's fills this law fits the suite's placed rows best; steeper
-    ones fit the held-out rows better and lose suite rows (not taken)."""
+    recency") - but over the spread of a block's fills this law fits the suite's placed rows best of those
+    tried; steeper ones fit the held-out rows better and lose suite rows (experiments/study_l1_survival.py)."""
     return np.exp(-fill_bytes / l1_bytes)
 
 

@@ -14,10 +14,11 @@ from .runner import time_rows
 CHASE_SIZES = [16 << 10, 32 << 10, 64 << 10, 128 << 10, 192 << 10, 256 << 10, 384 << 10, 512 << 10,
                1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 24 << 20, 32 << 20, 40 << 20, 48 << 20,
                56 << 20, 64 << 20, 96 << 20, 128 << 20, 256 << 20, 512 << 20, 1 << 30]
-
-
 L1_EDGE_SIZES = [kib << 10 for kib in range(160, 392, 8)]  # where ld.ca stops hitting L1 (one chase: 192-384 KiB)
 L1_EDGE_SEEDS = (1, 2, 3)  # other cycle orders: does the share an over-full L1 keeps hang on the order?
+L1_FILL_SIZES = [kib << 10 for kib in (0, 32, 64, 96, 128, 160, 176, 192, 208, 224, 240, 256, 288, 320, 384, 512)]
+WORDS_PER_LINE = LINE_BYTES // 4
+HIT_MARGIN_CYCLES = 120  # an L1 hit reloads within this of the no-fill reload; L2 is ~250 cycles further
 
 
 def _row(study: str, name: str, params: dict, metric: str, unit: str, value: float, source: str,
@@ -32,8 +33,8 @@ def _chain(host: np.ndarray, slots: int, rng: np.random.Generator) -> None:
     order = rng.permutation(slots)
     nxt = np.empty(slots, dtype=np.int64)
     nxt[order] = np.roll(order, -1)
-    host[: slots * (LINE_BYTES // 4)] = 0
-    host[np.arange(slots) * (LINE_BYTES // 4)] = (nxt * (LINE_BYTES // 4)).astype(np.uint32)
+    host[: slots * WORDS_PER_LINE] = 0
+    host[np.arange(slots) * WORDS_PER_LINE] = (nxt * WORDS_PER_LINE).astype(np.uint32)
 
 
 def chase(ops=("ca", "cg", "cv"), sizes=CHASE_SIZES, steps: int = 4096, seed: int = 1) -> list[Measurement]:
@@ -76,10 +77,6 @@ def chase_l1_edge() -> list[Measurement]:
     return [r for seed in L1_EDGE_SEEDS for r in chase(ops=("ca",), sizes=L1_EDGE_SIZES, seed=seed)]
 
 
-L1_FILL_SIZES = [kib << 10 for kib in (0, 32, 64, 96, 128, 160, 176, 192, 208, 224, 240, 256, 288, 320, 384, 512)]
-WORDS_PER_LINE = LINE_BYTES // 4
-
-
 def survival_chain(trials: int, fills: int, rng: np.random.Generator) -> np.ndarray:
     """The fill buffer of `l1_survival`: trials x fills lines, trial t's own run of lines from line
     t x fills on in a random order, each line's first word the word index of the trial's next line, the
@@ -90,9 +87,6 @@ def survival_chain(trials: int, fills: int, rng: np.random.Generator) -> np.ndar
         order = np.concatenate(([first], first + 1 + rng.permutation(fills - 1)))
         host[order[:-1] * WORDS_PER_LINE] = (order[1:] * WORDS_PER_LINE).astype(np.uint32)
     return host
-
-
-HIT_MARGIN_CYCLES = 120  # an L1 hit reloads within this of the no-fill reload; L2 is ~250 cycles further
 
 
 def l1_survival(sizes=L1_FILL_SIZES, trials: int = 64, seed: int = 1) -> list[Measurement]:
