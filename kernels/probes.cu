@@ -40,16 +40,17 @@ extern "C" __global__ void chase_shared(const unsigned* __restrict__ init, int n
 extern "C" __global__ void l1_survival(const unsigned* __restrict__ x, const unsigned* __restrict__ fill,
                                        int fills, int trials, unsigned long long* cycles, unsigned* sink) {
     __shared__ unsigned seen;
-    unsigned k = 0, v = 0;
+    unsigned s = (unsigned)__cvta_generic_to_shared(&seen), k = 0, v = 0;
     for (int t = 0; t < trials; ++t) {
         asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(v) : "l"(x + 32 * (size_t)t + k) : "memory");
         k = (unsigned)(t * fills) * 32u + v;  // v == 0: the walk waits on the line's arrival
         for (int i = 0; i < fills; ++i)
             asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(k) : "l"(fill + k) : "memory");
-        long long t0 = clock64();  // k == 0 now, known only once the last fill arrived
-        asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(v) : "l"(x + 32 * (size_t)t + k) : "memory");
-        asm volatile("st.shared.u32 [%0], %1;" :: "r"((unsigned)__cvta_generic_to_shared(&seen)), "r"(v) : "memory");
-        cycles[t] = (unsigned long long)(clock64() - t0);  // the store above waited for the reload
+        asm volatile("st.shared.u32 [%0], %1;" ::"r"(s), "r"(k) : "memory");  // issues once the last fill is in
+        long long t0 = clock64();
+        asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(v) : "l"(x + 32 * (size_t)t + k) : "memory");  // k == 0
+        asm volatile("st.shared.u32 [%0], %1;" ::"r"(s), "r"(v) : "memory");  // ... once the reload is in
+        cycles[t] = (unsigned long long)(clock64() - t0);
         k = v;
     }
     sink[0] = k + seen;
