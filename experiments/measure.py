@@ -16,8 +16,9 @@ if __name__ == "__main__":
     ap.add_argument("--out", type=Path, required=True, help="folder for measurements.csv, ncu.csv, ...")
     ap.add_argument("--no-ncu", action="store_true", help="skip the Nsight Compute phase")
     ap.add_argument("--no-extras", action="store_true", help="skip latency chase, memcpy and streams")
-    ap.add_argument("--extras", nargs="+", help="run only these extras (chase, chase_l1_edge, l1_survival, "
-                    "chase_loaded, chase_shared, memcpy, streams)")
+    ap.add_argument("--extras", nargs="+", choices=list(campaign.EXTRAS), metavar="NAME",
+                    help=f"run only these extras, of {', '.join(campaign.EXTRAS)} "
+                    f"(a full run: {', '.join(campaign.DEFAULT_EXTRAS)})")
     ap.add_argument("--check-only", action="store_true", help="only correctness checks (for compute-sanitizer)")
     ap.add_argument("--budget-s", type=float, default=540.0)
     a = ap.parse_args()

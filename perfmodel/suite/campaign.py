@@ -30,10 +30,17 @@ def provenance(run_id: str) -> Provenance:
                       pycuda=soft["pycuda"], sm_clock_mhz=clock, commit=git_commit(), utc=utc_now())
 
 
+EXTRAS = {"chase": special.chase, "chase_l1_edge": special.chase_l1_edge, "l1_survival": special.l1_survival,
+          "chase_loaded": special.chase_loaded, "chase_shared": special.chase_shared,
+          "memcpy": special.memcpy_dtod, "streams": special.streams}
+# a full run's extras; the L1 probes (plan h200_l1_edge) run only when named
+DEFAULT_EXTRAS = ("chase", "chase_loaded", "chase_shared", "memcpy", "streams")
+
+
 def run(plan: str, out: Path, *, ncu: bool = True, extras: bool | tuple[str, ...] = True,
         check_only: bool = False, budget_s: float = 540.0) -> None:
     """Check, time and profile the plan's cases, then the measurements that are not one launch
-    (`extras`: all of them, none, or those named)."""
+    (`extras`: the default ones, none, or those named)."""
     t0 = time.time()
     out.mkdir(parents=True, exist_ok=True)
     gpu.context()
@@ -67,12 +74,8 @@ def run(plan: str, out: Path, *, ncu: bool = True, extras: bool | tuple[str, ...
         rec.close()
         sys.exit(1 if failures else 0)
     if extras:
-        for name, fn in (("chase", special.chase), ("chase_l1_edge", special.chase_l1_edge),
-                         ("l1_survival", special.l1_survival),
-                         ("chase_loaded", special.chase_loaded),
-                         ("chase_shared", special.chase_shared),
-                         ("memcpy", special.memcpy_dtod), ("streams", special.streams)):
-            if extras is not True and name not in extras:
+        for name, fn in EXTRAS.items():
+            if name not in (DEFAULT_EXTRAS if extras is True else extras):
                 continue
             try:
                 print(f"{name} ...", flush=True)
