@@ -65,3 +65,11 @@ def test_the_survival_probes_fill_walks_cover_each_trials_own_lines_once():
         assert k == 0 and sorted(seen) == list(range(t * fills, (t + 1) * fills))
     assert not host[np.arange(host.size) % WORDS_PER_LINE != 0].any()
     assert survival_chain(3, 0, np.random.default_rng(7)).size == WORDS_PER_LINE  # no fills: one idle line
+
+
+def test_full_runs_leave_the_l1_probes_to_their_plan():
+    """A full suite run measures the default extras; the L1 probes run only when named (plan h200_l1_edge)."""
+    from perfmodel.suite import campaign
+
+    assert set(campaign.DEFAULT_EXTRAS) < set(campaign.EXTRAS)
+    assert not {"chase_l1_edge", "l1_survival"} & set(campaign.DEFAULT_EXTRAS)
