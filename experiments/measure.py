@@ -15,7 +15,7 @@ if __name__ == "__main__":
     ap.add_argument("--plan", default="experiments/plans/h200.toml")
     ap.add_argument("--out", type=Path, required=True, help="folder for measurements.csv, ncu.csv, ...")
     ap.add_argument("--no-ncu", action="store_true", help="skip the Nsight Compute phase")
-    ap.add_argument("--no-extras", action="store_true", help="skip latency chase, memcpy and streams")
+    ap.add_argument("--no-extras", action="store_true", help="skip the extras (the chases, memcpy, streams)")
     ap.add_argument("--extras", nargs="+", choices=list(campaign.EXTRAS), metavar="NAME",
                     help=f"run only these extras, of {', '.join(campaign.EXTRAS)} "
                     f"(a full run: {', '.join(campaign.DEFAULT_EXTRAS)})")
