@@ -144,6 +144,15 @@ def set_max_dynamic_smem(k: Kernel, nbytes: int) -> None:
         k.function.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes))
 
 
+def set_carveout(k: Kernel, percent: int) -> None:
+    """The kernel's preferred shared-memory carveout, in percent of the most an SM has (0: the largest L1;
+    -1: the driver's choice, which for a kernel with any shared memory may leave L1 small)."""
+    if not -1 <= percent <= 100:
+        raise ValueError(f"carveout = {percent} %: -1 (the driver's choice) or 0-100")
+    drv = _driver()
+    k.function.set_attribute(drv.function_attribute.PREFERRED_SHARED_MEMORY_CARVEOUT, int(percent))
+
+
 class Buffers:
     """Device allocations by name; freed together."""
 

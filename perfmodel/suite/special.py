@@ -16,9 +16,13 @@ CHASE_SIZES = [16 << 10, 32 << 10, 64 << 10, 128 << 10, 192 << 10, 256 << 10, 38
                56 << 20, 64 << 20, 96 << 20, 128 << 20, 256 << 20, 512 << 20, 1 << 30]
 L1_EDGE_SIZES = [kib << 10 for kib in range(160, 392, 8)]  # where ld.ca stops hitting L1 (one chase: 192-384 KiB)
 L1_EDGE_SEEDS = (1, 2, 3)  # other cycle orders: does the share an over-full L1 keeps hang on the order?
-L1_FILL_SIZES = [kib << 10 for kib in (0, 32, 64, 96, 128, 160, 176, 192, 208, 224, 240, 256, 288, 320, 384, 512)]
+L1_FILL_SIZES = [kib << 10 for kib in (0, 8, 16, 24, 32, 64, 96, 128, 160, 176, 192, 208, 224, 240, 256, 288, 320,
+                                       384, 512)]
 WORDS_PER_LINE = LINE_BYTES // 4
 HIT_MARGIN_CYCLES = 120  # an L1 hit reloads within this of the no-fill reload; L2 is ~250 cycles further
+# l1_survival's carveouts: the driver's choice (-1; its first run, 20261205, found that choice leaves L1
+# under 32 KiB for this kernel's 4 bytes of shared memory) and the largest L1 (0 %), as the chase has it
+L1_SURVIVAL_CARVEOUTS = (-1, 0)
 
 
 def _row(study: str, name: str, params: dict, metric: str, unit: str, value: float, source: str,
@@ -89,11 +93,13 @@ def survival_chain(trials: int, fills: int, rng: np.random.Generator) -> np.ndar
     return host
 
 
-def l1_survival(sizes=L1_FILL_SIZES, trials: int = 64, seed: int = 1) -> list[Measurement]:
+def l1_survival(sizes=L1_FILL_SIZES, trials: int = 64, seed: int = 1,
+                carveouts=L1_SURVIVAL_CARVEOUTS) -> list[Measurement]:
     """How much of a line L1 keeps after `size` bytes of other lines came in: per size, the share of
     trials whose reload took under HIT_MARGIN_CYCLES more than the median reload with no fills (the
     first size, 0), and the median cycles. An L1 that replaces at random keeps exp(-fills / L1), an LRU
-    one all of it up to its capacity and none past (models.placed.kept)."""
+    one all of it up to its capacity and none past (models.placed.kept). Once per carveout (percent of
+    the SM's shared memory; -1 the driver's choice), recorded as `carveout_pct`."""
     if sizes[0] != 0:
         raise ValueError(f"l1_survival: the first fill size must be 0 (the L1-hit baseline), not {sizes[0]}")
     rng = np.random.default_rng(seed)
@@ -103,20 +109,21 @@ def l1_survival(sizes=L1_FILL_SIZES, trials: int = 64, seed: int = 1) -> list[Me
     sink = buf.empty("sink", (1,), np.uint32)
     k = gpu.kernel("probes.cu", "l1_survival")
     rows, baseline = [], 0.0
-    for size in sizes:
-        fills = size // LINE_BYTES
-        fill = buf.upload(f"fill{size}", survival_chain(trials, fills, rng))
+    chains = {size: buf.upload(f"fill{size}", survival_chain(trials, size // LINE_BYTES, rng)) for size in sizes}
+    for carveout, size in ((c, s) for c in carveouts for s in sizes):
+        gpu.set_carveout(k, carveout)
+        fills, fill = size // LINE_BYTES, chains[size]
         gpu.launch(k, (1, 1, 1), (1, 1, 1), [x, fill, np.int32(fills), np.int32(trials), cycles, sink])
         gpu.synchronize()
         c = buf.download("cycles").astype(float)
         if not fills:
             baseline = float(np.median(c))
         hit = float(np.mean(c < baseline + HIT_MARGIN_CYCLES))
-        params = {"fill_bytes": size, "trials": trials}
+        params = {"fill_bytes": size, "trials": trials, "carveout_pct": carveout}
         rows.append(_row("latency", "probe.l1_survival", params, "reload_cycles", "cycle", np.median(c), "clock64"))
         rows.append(_row("latency", "probe.l1_survival", params, "l1_hit_share", "share", hit, "clock64"))
-        print(f"  l1_survival {size >> 10:>4} KiB of fills: median {np.median(c):6.1f} cycles, "
-              f"{100 * hit:5.1f} % from L1", flush=True)
+        print(f"  l1_survival carveout {carveout:>2} %, {size >> 10:>4} KiB of fills: "
+              f"median {np.median(c):6.1f} cycles, {100 * hit:5.1f} % from L1", flush=True)
     buf.free()
     return rows
 
