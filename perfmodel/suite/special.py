@@ -20,9 +20,11 @@ L1_FILL_SIZES = [kib << 10 for kib in (0, 8, 16, 24, 32, 64, 96, 128, 160, 176, 
                                        384, 512)]
 WORDS_PER_LINE = LINE_BYTES // 4
 HIT_MARGIN_CYCLES = 120  # an L1 hit reloads within this of the no-fill reload; L2 is ~250 cycles further
-# l1_survival's carveouts: the driver's choice (-1; its first run, 20261205, found that choice leaves L1
-# under 32 KiB for this kernel's 4 bytes of shared memory) and the largest L1 (0 %), as the chase has it
-L1_SURVIVAL_CARVEOUTS = (-1, 0)
+# l1_survival's variants (carveout %, x inside the fill buffer's allocation, times x is loaded before the
+# fills): its first runs (20261205, H200 then H100) found no reload from L1 after even 8 KiB of fills, at
+# the driver's carveout (-1) and at the largest L1 (0 %) alike - the other variants ask whether x's page
+# (another allocation) or the line's single touch decides that
+L1_SURVIVAL_VARIANTS = ((-1, 0, 1), (0, 0, 1), (0, 1, 1), (0, 0, 2), (0, 1, 2))
 
 
 def _row(study: str, name: str, params: dict, metric: str, unit: str, value: float, source: str,
@@ -94,36 +96,47 @@ def survival_chain(trials: int, fills: int, rng: np.random.Generator) -> np.ndar
 
 
 def l1_survival(sizes=L1_FILL_SIZES, trials: int = 64, seed: int = 1,
-                carveouts=L1_SURVIVAL_CARVEOUTS) -> list[Measurement]:
+                variants=L1_SURVIVAL_VARIANTS) -> list[Measurement]:
     """How much of a line L1 keeps after `size` bytes of other lines came in: per size, the share of
     trials whose reload took under HIT_MARGIN_CYCLES more than the median reload with no fills (the
     first size, 0), and the median cycles. An L1 that replaces at random keeps exp(-fills / L1), an LRU
-    one all of it up to its capacity and none past (models.placed.kept). Once per carveout (percent of
-    the SM's shared memory; -1 the driver's choice), recorded as `carveout_pct`."""
+    one all of it up to its capacity and none past (models.placed.kept). Once per variant
+    (L1_SURVIVAL_VARIANTS), recorded as `carveout_pct`, `x_in_fill` and `touches`."""
     if sizes[0] != 0:
         raise ValueError(f"l1_survival: the first fill size must be 0 (the L1-hit baseline), not {sizes[0]}")
+    if any(touches < 1 for _, _, touches in variants):
+        raise ValueError(f"l1_survival: each variant must load x at least once, not {variants}")
     rng = np.random.default_rng(seed)
     buf = gpu.Buffers()
-    x = buf.upload("x", np.zeros(trials * WORDS_PER_LINE, dtype=np.uint32))
+    x_words = trials * WORDS_PER_LINE
+    x = buf.upload("x", np.zeros(x_words, dtype=np.uint32))
     cycles = buf.empty("cycles", (trials,), np.uint64)
     sink = buf.empty("sink", (1,), np.uint32)
     k = gpu.kernel("probes.cu", "l1_survival")
     rows, baseline = [], 0.0
-    chains = {size: buf.upload(f"fill{size}", survival_chain(trials, size // LINE_BYTES, rng)) for size in sizes}
-    for carveout, size in ((c, s) for c in carveouts for s in sizes):
+    chains = {}  # per size: the fill chain with x's zeroed lines after it, in one allocation
+    for size in sizes:
+        chain = survival_chain(trials, size // LINE_BYTES, rng)
+        chains[size] = (buf.upload(f"fill{size}", np.concatenate([chain, np.zeros(x_words, np.uint32)])),
+                        chain.nbytes)
+    for (carveout, inside, touches), size in ((v, s) for v in variants for s in sizes):
         gpu.set_carveout(k, carveout)
-        fills, fill = size // LINE_BYTES, chains[size]
-        gpu.launch(k, (1, 1, 1), (1, 1, 1), [x, fill, np.int32(fills), np.int32(trials), cycles, sink])
+        fills, (fill, x_offset) = size // LINE_BYTES, chains[size]
+        line = np.uintp(int(fill) + x_offset) if inside else x
+        gpu.launch(k, (1, 1, 1), (1, 1, 1),
+                   [line, fill, np.int32(fills), np.int32(trials), cycles, sink, np.int32(touches)])
         gpu.synchronize()
         c = buf.download("cycles").astype(float)
         if not fills:
             baseline = float(np.median(c))
         hit = float(np.mean(c < baseline + HIT_MARGIN_CYCLES))
-        params = {"fill_bytes": size, "trials": trials, "carveout_pct": carveout}
+        params = {"fill_bytes": size, "trials": trials, "carveout_pct": carveout, "x_in_fill": int(inside),
+                  "touches": touches}
         rows.append(_row("latency", "probe.l1_survival", params, "reload_cycles", "cycle", np.median(c), "clock64"))
         rows.append(_row("latency", "probe.l1_survival", params, "l1_hit_share", "share", hit, "clock64"))
-        print(f"  l1_survival carveout {carveout:>2} %, {size >> 10:>4} KiB of fills: "
-              f"median {np.median(c):6.1f} cycles, {100 * hit:5.1f} % from L1", flush=True)
+        print(f"  l1_survival carveout {carveout:>2} %, x in fill {int(inside)}, touches {touches}, "
+              f"{size >> 10:>4} KiB of fills: median {np.median(c):6.1f} cycles, {100 * hit:5.1f} % from L1",
+              flush=True)
     buf.free()
     return rows
 
