@@ -41,8 +41,8 @@ extern "C" __global__ void chase_shared(const unsigned* __restrict__ init, int n
 extern "C" __global__ void l1_survival(const unsigned* __restrict__ x, const unsigned* __restrict__ fill,
                                        int fills, int trials, unsigned long long* cycles, unsigned* sink,
                                        int touches) {
-    __shared__ unsigned seen;
-    unsigned s = (unsigned)__cvta_generic_to_shared(&seen), k = 0, v = 0;
+    __shared__ unsigned seen[64];  // two words apart: ptxas drops a store the next one overwrites, merges neighbours
+    unsigned s = (unsigned)__cvta_generic_to_shared(seen), k = 0, v = 0;
     for (int t = 0; t < trials; ++t) {
         for (int r = 0; r < touches; ++r, k = v)  // the line loaded `touches` times, each after the last
             asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(v) : "l"(x + 32 * (size_t)t + k) : "memory");
@@ -52,11 +52,11 @@ extern "C" __global__ void l1_survival(const unsigned* __restrict__ x, const uns
         asm volatile("st.shared.u32 [%0], %1;" ::"r"(s), "r"(k) : "memory");  // issues once the last fill is in
         long long t0 = clock64();
         asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(v) : "l"(x + 32 * (size_t)t + k) : "memory");  // k == 0
-        asm volatile("st.shared.u32 [%0], %1;" ::"r"(s), "r"(v) : "memory");  // ... once the reload is in
+        asm volatile("st.shared.u32 [%0], %1;" ::"r"(s + 128), "r"(v) : "memory");  // ... once the reload is in
         cycles[t] = (unsigned long long)(clock64() - t0);
         k = v;
     }
-    sink[0] = k + seen;
+    sink[0] = k + seen[0] + seen[32];
 }
 
 extern "C" __global__ void copy_f1(const float* __restrict__ in, float* __restrict__ out, size_t n) {

@@ -21,9 +21,8 @@ L1_FILL_SIZES = [kib << 10 for kib in (0, 8, 16, 24, 32, 64, 96, 128, 160, 176, 
 WORDS_PER_LINE = LINE_BYTES // 4
 HIT_MARGIN_CYCLES = 120  # an L1 hit reloads within this of the no-fill reload; L2 is ~250 cycles further
 # l1_survival's variants (carveout %, x inside the fill buffer's allocation, times x is loaded before the
-# fills): its first runs (20261205, H200 then H100) found no reload from L1 after even 8 KiB of fills, at
-# the driver's carveout (-1) and at the largest L1 (0 %) alike - the other variants ask whether x's page
-# (another allocation) or the line's single touch decides that
+# fills). Its first runs (20261205) timed the last fill's latency too (~650 cycles, no reload from L1 at
+# any size): ptxas had dropped the store that held the clock back, overwritten by the next - fixed
 L1_SURVIVAL_VARIANTS = ((-1, 0, 1), (0, 0, 1), (0, 1, 1), (0, 0, 2), (0, 1, 2))
 
 
