@@ -73,3 +73,29 @@ def test_full_runs_leave_the_l1_probes_to_their_plan():
 
     assert set(campaign.DEFAULT_EXTRAS) < set(campaign.EXTRAS)
     assert not {"chase_l1_edge", "l1_survival"} & set(campaign.DEFAULT_EXTRAS)
+
+
+def test_the_l1_edge_is_sharp_below_and_spread_above():
+    """checks/l1_edge (plan h200_l1_edge, 2026-12-05): the ld.ca chase at 160-384 KiB in 8 KiB steps, three
+    cycle orders. Every order hits L1 on every load up to 216 KiB; past it the share falls over 224-344 KiB
+    (about a third at 256 KiB), the orders within 5 points of each other at every size. Neither law the
+    model knows draws that: an LRU L1 holding 216 KiB whole keeps none of a larger cycle (but 10 % or more
+    is kept to 288 KiB), and one replacing at random keeps a fifth of 384 KiB (none is kept)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    folder = Path(__file__).parent.parent / "reports/data/h200/checks/l1_edge"
+    d = pd.read_csv(folder / "measurements.csv.gz")
+    dev = device("h200")
+    ceil = ceilings(dev)
+    l1, l2 = ceil.latency_l1_s.value * dev.sm_clock_hz, ceil.latency_l2_s.value * dev.sm_clock_hz
+    d["kib"] = d.params.map(lambda s: json.loads(s)["bytes"] >> 10)
+    share = ((l2 - d.pivot_table(index="kib", columns="seed", values="value")) / (l2 - l1)).clip(0, 1)
+    assert share.shape == (29, 3)
+    assert (share.max(axis=1) - share.min(axis=1) < 0.05).all()
+    mid = share.median(axis=1)
+    assert (share.loc[:216] > 0.99).all().all() and mid[224] < 0.95
+    assert 0.2 < mid[256] < 0.45 and (mid.loc[224:288] > 0.1).all() and (mid.loc[352:] < 0.01).all()
+    assert (mid.loc[216:352].diff().dropna() < 0.01).all()  # falling, to a point of noise
+    assert cyclic_hits_at_random(384 << 10, 216 << 10) > 0.2
