@@ -4,6 +4,7 @@ The share of loads an L1 serves is read off the cycles per load between the L1 a
 
 import json
 
+import numpy as np
 import pytest
 
 from perfmodel.ceilings import ceilings
@@ -99,3 +100,31 @@ def test_the_l1_edge_is_sharp_below_and_spread_above():
     assert 0.2 < mid[256] < 0.45 and (mid.loc[224:288] > 0.1).all() and (mid.loc[352:] < 0.01).all()
     assert (mid.loc[216:352].diff().dropna() < 0.01).all()  # falling, to a point of noise
     assert cyclic_hits_at_random(384 << 10, 216 << 10) > 0.2
+
+
+def test_a_line_read_once_leaves_l1_by_recency_a_line_read_twice_stays():
+    """reports/data/h100/checks/l1_survival (an H100 card: the H200's SM and L1): a line loaded once is
+    still in L1 after 128 KiB of lines L1 had not seen (all 64 trials), then leaves it over 160-240 KiB
+    and is gone from 256 KiB - wherever it lies (its own allocation or the fill buffer's). At the driver's
+    carveout (the probe's 4 bytes of shared memory) it goes sooner. A line loaded twice stays through
+    512 KiB of such lines: L1 keeps lines it has hit over lines it has not - neither LRU over one store
+    nor the random replacement `models.placed.kept` draws (exp(-fills / L1): 0.55 of it at 128 KiB)."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    folder = Path(__file__).parent.parent / "reports/data/h100/checks/l1_survival"
+    d = pd.read_csv(folder / "measurements.csv.gz")
+    d = d[d.metric == "l1_hit_share"].copy()
+    for key in ("fill_bytes", "carveout_pct", "x_in_fill", "touches"):
+        d[key] = d.params.map(lambda s, k=key: json.loads(s)[k])
+    d["kib"] = d.fill_bytes.astype(int) // 1024
+    share = d.pivot_table(index="kib", columns=["carveout_pct", "x_in_fill", "touches"], values="value")
+    for once in (share[(0, 0, 1)], share[(0, 1, 1)]):
+        assert (once.loc[:128] >= 0.98).all() and (once.loc[256:] == 0).all()
+        assert 0.2 < once.loc[160:240].mean() < 0.8 and (once.loc[160:256].diff().dropna() < 0.1).all()
+    driver = share[(-1, 0, 1)]
+    assert (driver.loc[160:240] <= share[(0, 0, 1)].loc[160:240]).all() and driver.loc[160:240].sum() < 0.8 * \
+        share[(0, 0, 1)].loc[160:240].sum()
+    assert (share[(0, 0, 2)] == 1).all() and (share[(0, 1, 2)] == 1).all() and share.index.max() == 512
+    assert kept(np.array([128 << 10]), 216 << 10)[0] < 0.6
