@@ -34,14 +34,15 @@ extern "C" __global__ void chase_shared(const unsigned* __restrict__ init, int n
     sink[0] = j;
 }
 
-// One thread, per trial t: load line t of x `touches` times (ld.ca), then walk `fill_passes` times `fills` lines of fill[] that no trial has
-// touched (ld.ca, each word the index of the next; a trial's last holds 0, as x's words do), then time
-// the reload of x's line t: served by L1 where the fills left it there. cycles[t] per trial.
+// One thread, per trial t: load line t of x `touches` times (ld.ca), then walk `fills` lines of fill[] that
+// no trial has touched, `fill_passes` times (ld.ca, each word the index of the next; a trial's last holds 0,
+// as x's words do), then time the reload of x's line t: served by L1 where the fills left it there.
+// cycles[t] per trial.
 // 32: the words of a 128-byte line (special.WORDS_PER_LINE, which lays out x and fill).
 extern "C" __global__ void l1_survival(const unsigned* __restrict__ x, const unsigned* __restrict__ fill,
                                        int fills, int trials, unsigned long long* cycles, unsigned* sink,
                                        int touches, int fill_passes) {
-    __shared__ unsigned seen[64];  // two words apart: ptxas drops a store the next one overwrites, merges neighbours
+    __shared__ unsigned seen[64];  // words 0 and 32: ptxas drops a store the next overwrites, merges neighbours
     unsigned s = (unsigned)__cvta_generic_to_shared(seen), k = 0, v = 0;
     for (int t = 0; t < trials; ++t) {
         for (int r = 0; r < touches; ++r, k = v)  // the line loaded `touches` times, each after the last

@@ -22,8 +22,8 @@ WORDS_PER_LINE = LINE_BYTES // 4
 HIT_MARGIN_CYCLES = 120  # an L1 hit reloads within this of the no-fill reload; L2 is ~250 cycles further
 # l1_survival's variants (carveout %, x inside the fill buffer's allocation, times x is loaded before the
 # fills, passes over the fills). Its first runs (20261205) timed the last fill's latency too (~650 cycles, no
-# reload from L1 at any size): ptxas had dropped the store that held the clock back - fixed. Then (run
-# 20261205T152423Z) a line loaded twice outlived 512 KiB of single fills: do fills loaded twice displace it?
+# reload from L1 at any size): ptxas had dropped the store that held the clock back - fixed. Since: a line
+# loaded twice outlives 1 MiB of fills, walked once or twice (FINDINGS.md, "The L1 keeps by recency")
 L1_SURVIVAL_VARIANTS = ((0, 0, 1, 1), (0, 0, 2, 1), (0, 0, 1, 2), (0, 0, 2, 2))
 
 
