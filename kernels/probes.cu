@@ -35,13 +35,14 @@ extern "C" __global__ void chase_shared(const unsigned* __restrict__ init, int n
 }
 
 // One thread, per trial t: load line t of x `touches` times (ld.ca), then walk `fills` lines of fill[] that
-// no trial has touched, `fill_passes` times (ld.ca, each word the index of the next; a trial's last holds 0,
+// no trial has touched, `fill_passes` times, each line `fill_touches` times a step (ld.ca, each word the
+// index of the next; a trial's last holds 0,
 // as x's words do), then time the reload of x's line t: served by L1 where the fills left it there.
 // cycles[t] per trial.
 // 32: the words of a 128-byte line (special.WORDS_PER_LINE, which lays out x and fill).
 extern "C" __global__ void l1_survival(const unsigned* __restrict__ x, const unsigned* __restrict__ fill,
                                        int fills, int trials, unsigned long long* cycles, unsigned* sink,
-                                       int touches, int fill_passes) {
+                                       int touches, int fill_passes, int fill_touches) {
     __shared__ unsigned seen[64];  // words 0 and 32: ptxas drops a store the next overwrites, merges neighbours
     unsigned s = (unsigned)__cvta_generic_to_shared(seen), k = 0, v = 0;
     for (int t = 0; t < trials; ++t) {
@@ -50,8 +51,12 @@ extern "C" __global__ void l1_survival(const unsigned* __restrict__ x, const uns
         k = (unsigned)(t * fills) * 32u + v;  // v == 0: the walk waits on the line's arrival
         for (int p = 0; p < fill_passes; ++p) {  // each pass ends on 0: back to the run's first line
             if (p) k += (unsigned)(t * fills) * 32u;
-            for (int i = 0; i < fills; ++i)
-                asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(k) : "l"(fill + k) : "memory");
+            for (int i = 0; i < fills; ++i) {
+                unsigned at = k;
+                asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(k) : "l"(fill + at) : "memory");
+                for (int r = 1; r < fill_touches; ++r)  // the same word again once it is in (k % 32 == 0)
+                    asm volatile("ld.global.ca.u32 %0, [%1];" : "=r"(k) : "l"(fill + at + (k & 31u)) : "memory");
+            }
         }
         asm volatile("st.shared.u32 [%0], %1;" ::"r"(s), "r"(k) : "memory");  // issues once the last fill is in
         long long t0 = clock64();

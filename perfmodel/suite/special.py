@@ -21,10 +21,11 @@ L1_FILL_SIZES = [kib << 10 for kib in (0, 8, 16, 24, 32, 64, 96, 128, 160, 176, 
 WORDS_PER_LINE = LINE_BYTES // 4
 HIT_MARGIN_CYCLES = 120  # an L1 hit reloads within this of the no-fill reload; L2 is ~250 cycles further
 # l1_survival's variants (carveout %, x inside the fill buffer's allocation, times x is loaded before the
-# fills, passes over the fills). Its first runs (20261205) timed the last fill's latency too (~650 cycles, no
-# reload from L1 at any size): ptxas had dropped the store that held the clock back - fixed. Since: a line
-# loaded twice outlives 1 MiB of fills, walked once or twice (FINDINGS.md, "The L1 keeps by recency")
-L1_SURVIVAL_VARIANTS = ((0, 0, 1, 1), (0, 0, 2, 1), (0, 0, 1, 2), (0, 0, 2, 2))
+# fills, passes over the fills, loads of each fill line a step). Its first runs (20261205) timed the last
+# fill's latency too (~650 cycles, no reload from L1 at any size): ptxas had dropped the store that held the
+# clock back - fixed. Since: a line loaded twice outlives 1 MiB of fills, walked once or twice (FINDINGS.md,
+# "The L1 keeps by recency"); fills loaded twice a step are hit lines too - does it outlive those?
+L1_SURVIVAL_VARIANTS = ((0, 0, 2, 1, 1), (0, 0, 2, 1, 2), (0, 0, 1, 1, 2), (0, 0, 3, 1, 2))
 
 
 def _row(study: str, name: str, params: dict, metric: str, unit: str, value: float, source: str,
@@ -101,11 +102,12 @@ def l1_survival(sizes=L1_FILL_SIZES, trials: int = 64, seed: int = 1,
     trials whose reload took under HIT_MARGIN_CYCLES more than the median reload with no fills (the
     first size, 0), and the median cycles. An L1 that replaces at random keeps exp(-fills / L1), an LRU
     one all of it up to its capacity and none past (models.placed.kept). Once per variant
-    (L1_SURVIVAL_VARIANTS), recorded as `carveout_pct`, `x_in_fill`, `touches` and `fill_passes`."""
+    (L1_SURVIVAL_VARIANTS), recorded as `carveout_pct`, `x_in_fill`, `touches`, `fill_passes` and
+    `fill_touches`."""
     if sizes[0] != 0:
         raise ValueError(f"l1_survival: the first fill size must be 0 (the L1-hit baseline), not {sizes[0]}")
-    if any(touches < 1 or passes < 1 for _, _, touches, passes in variants):
-        raise ValueError(f"l1_survival: each variant must load x and walk the fills at least once, not {variants}")
+    if any(min(touches, passes, fill_touches) < 1 for _, _, touches, passes, fill_touches in variants):
+        raise ValueError(f"l1_survival: each variant must load x and the fills at least once, not {variants}")
     rng = np.random.default_rng(seed)
     buf = gpu.Buffers()
     x_words = trials * WORDS_PER_LINE
@@ -119,24 +121,25 @@ def l1_survival(sizes=L1_FILL_SIZES, trials: int = 64, seed: int = 1,
         chain = survival_chain(trials, size // LINE_BYTES, rng)
         chains[size] = (buf.upload(f"fill{size}", np.concatenate([chain, np.zeros(x_words, np.uint32)])),
                         chain.nbytes)
-    for (carveout, inside, touches, passes), size in ((v, s) for v in variants for s in sizes):
+    for (carveout, inside, touches, passes, fill_touches), size in ((v, s) for v in variants for s in sizes):
         gpu.set_carveout(k, carveout)
         fills, (fill, x_offset) = size // LINE_BYTES, chains[size]
         line = np.uintp(int(fill) + x_offset) if inside else x
         gpu.launch(k, (1, 1, 1), (1, 1, 1),
-                   [line, fill, np.int32(fills), np.int32(trials), cycles, sink, np.int32(touches), np.int32(passes)])
+                   [line, fill, np.int32(fills), np.int32(trials), cycles, sink, np.int32(touches), np.int32(passes),
+                    np.int32(fill_touches)])
         gpu.synchronize()
         c = buf.download("cycles").astype(float)
         if not fills:
             baseline = float(np.median(c))
         hit = float(np.mean(c < baseline + HIT_MARGIN_CYCLES))
         params = {"fill_bytes": size, "trials": trials, "carveout_pct": carveout, "x_in_fill": int(inside),
-                  "touches": touches, "fill_passes": passes}
+                  "touches": touches, "fill_passes": passes, "fill_touches": fill_touches}
         rows.append(_row("latency", "probe.l1_survival", params, "reload_cycles", "cycle", np.median(c), "clock64"))
         rows.append(_row("latency", "probe.l1_survival", params, "l1_hit_share", "share", hit, "clock64"))
         print(f"  l1_survival carveout {carveout:>2} %, x in fill {int(inside)}, touches {touches}, "
-              f"fill passes {passes}, {size >> 10:>4} KiB of fills: median {np.median(c):6.1f} cycles, "
-              f"{100 * hit:5.1f} % from L1", flush=True)
+              f"fill passes {passes}, fill touches {fill_touches}, {size >> 10:>4} KiB of fills: "
+              f"median {np.median(c):6.1f} cycles, {100 * hit:5.1f} % from L1", flush=True)
     buf.free()
     return rows
 
