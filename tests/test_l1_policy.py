@@ -136,3 +136,30 @@ def test_a_line_read_once_leaves_l1_by_recency_a_line_read_twice_stays():
     hit_fills = share[(0, 0, 1, 2)].dropna()
     assert hit_fills.loc[96] < 0.5 * share[(0, 0, 1, 1)].loc[96] and (hit_fills.loc[128:] < 0.05).all()
     assert kept(np.array([128 << 10]), 216 << 10)[0] < 0.6
+
+
+def test_among_lines_l1_has_hit_a_hit_line_leaves_by_recency():
+    """reports/data/h200/checks/l1_survival (the H200, 2026-12-05): with each new line loaded twice (hit,
+    as the line under test was), the line read twice or three times leaves L1 as a once-read line leaves
+    among once-read ones (the H100 runs): all 64 trials keep it through 128 KiB, then 0.94, 0.78, 0.78,
+    0.56, 0.34, 0.28 at 160-240 KiB, none from 256 KiB. A line read once among hit lines is gone by
+    128 KiB. Two classes, recency within each: what the model's exp(-fills / L1) does not draw."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    folder = Path(__file__).parent.parent / "reports/data/h200/checks/l1_survival"
+    d = pd.read_csv(folder / "measurements.csv.gz")
+    assert d.device.eq("NVIDIA H200").all()
+    d = d[d.metric == "l1_hit_share"].copy()
+    for key in ("fill_bytes", "touches", "fill_touches"):
+        d[key] = d.params.map(lambda s, k=key: json.loads(s)[k]).astype(int)
+    d["kib"] = d.fill_bytes // 1024
+    share = d.pivot_table(index="kib", columns=["touches", "fill_touches"], values="value")
+    assert (share[(2, 1)] == 1).all() and share.index.max() == 1024  # among once-read lines: kept
+    for hit in (share[(2, 2)], share[(3, 2)]):
+        assert (hit.loc[:128] == 1).all() and (hit.loc[256:] == 0).all()
+        assert 0.4 < hit.loc[160:240].mean() < 0.8 and (hit.loc[128:256].diff().dropna() <= 0).all()
+    once = share[(1, 2)]
+    assert once.loc[64] < 0.9 and (once.loc[128:] < 0.05).all()
+    assert kept(np.array([128 << 10]), 216 << 10)[0] < 0.6

@@ -24,7 +24,8 @@ HIT_MARGIN_CYCLES = 120  # an L1 hit reloads within this of the no-fill reload; 
 # fills, passes over the fills, loads of each fill line a step). Its first runs (20261205) timed the last
 # fill's latency too (~650 cycles, no reload from L1 at any size): ptxas had dropped the store that held the
 # clock back - fixed. Since: a line loaded twice outlives 1 MiB of fills, walked once or twice (FINDINGS.md,
-# "The L1 keeps by recency"); fills loaded twice a step are hit lines too - does it outlive those?
+# "The L1 keeps by recency"); among fills loaded twice a step (hit lines too) it leaves by recency, at
+# 160-256 KiB (run 20261205T160011Z)
 L1_SURVIVAL_VARIANTS = ((0, 0, 2, 1, 1), (0, 0, 2, 1, 2), (0, 0, 1, 1, 2), (0, 0, 3, 1, 2))
 
 
