@@ -5,25 +5,42 @@ The share of loads an L1 serves is read off the cycles per load between the L1 a
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from perfmodel.ceilings import ceilings
 from perfmodel.devices import device
-from perfmodel.measurements import load
+from perfmodel.measurements import DATA_DIR, load
 from perfmodel.models.placed import cyclic_hits_at_random, kept
+
+
+def _l1_share(cycles):
+    """The share of a chase's loads L1 served, read off its cycles per load between the H200's measured L1
+    and L2 latencies."""
+    dev = device("h200")
+    ceil = ceilings(dev)
+    l1, l2 = ceil.latency_l1_s.value * dev.sm_clock_hz, ceil.latency_l2_s.value * dev.sm_clock_hz
+    return ((l2 - cycles) / (l2 - l1)).clip(0, 1)
+
+
+def _survival(folder: str, keys: dict[str, int | None]) -> pd.DataFrame:
+    """A recorded l1_survival check's hit shares, with `keys` of its params as columns (the value where a
+    run did not record the key; None: every run did) and the fill in KiB as `kib`."""
+    d = pd.read_csv(DATA_DIR / folder / "measurements.csv.gz")
+    d = d[d.metric == "l1_hit_share"].copy()
+    for key, absent in {"fill_bytes": None, **keys}.items():
+        d[key] = d.params.map(lambda s, k=key, a=absent: json.loads(s).get(k, a)).astype(int)
+    d["kib"] = d.fill_bytes // 1024
+    return d
 
 
 @pytest.fixture(scope="module")
 def hit_share():
-    dev = device("h200")
-    data = load(dev.key)
+    data = load("h200")
     chase = data[data.case.eq("probe.chase_ca") & data.metric.eq("cycles_per_load")]
     if chase.empty:
         pytest.skip("no pointer chase recorded for the H200")
-    ceil = ceilings(dev)
-    l1, l2 = ceil.latency_l1_s.value * dev.sm_clock_hz, ceil.latency_l2_s.value * dev.sm_clock_hz
-    cycles = chase.groupby(chase.params.map(lambda s: json.loads(s)["bytes"])).value.median()
-    return ((l2 - cycles) / (l2 - l1)).clip(0, 1)
+    return _l1_share(chase.groupby(chase.params.map(lambda s: json.loads(s)["bytes"])).value.median())
 
 
 def test_the_l1_keeps_by_recency_not_at_random(hit_share):
@@ -82,17 +99,9 @@ def test_the_l1_edge_is_sharp_below_and_spread_above():
     (about a third at 256 KiB), the orders within 5 points of each other at every size. Neither law the
     model knows draws that: an LRU L1 holding 216 KiB whole keeps none of a larger cycle (but 10 % or more
     is kept to 288 KiB), and one replacing at random keeps a fifth of 384 KiB (none is kept)."""
-    from pathlib import Path
-
-    import pandas as pd
-
-    folder = Path(__file__).parent.parent / "reports/data/h200/checks/l1_edge"
-    d = pd.read_csv(folder / "measurements.csv.gz")
-    dev = device("h200")
-    ceil = ceilings(dev)
-    l1, l2 = ceil.latency_l1_s.value * dev.sm_clock_hz, ceil.latency_l2_s.value * dev.sm_clock_hz
+    d = pd.read_csv(DATA_DIR / "h200/checks/l1_edge/measurements.csv.gz")
     d["kib"] = d.params.map(lambda s: json.loads(s)["bytes"] >> 10)
-    share = ((l2 - d.pivot_table(index="kib", columns="seed", values="value")) / (l2 - l1)).clip(0, 1)
+    share = _l1_share(d.pivot_table(index="kib", columns="seed", values="value"))
     assert share.shape == (29, 3)
     assert (share.max(axis=1) - share.min(axis=1) < 0.05).all()
     mid = share.median(axis=1)
@@ -111,18 +120,9 @@ def test_a_line_read_once_leaves_l1_by_recency_a_line_read_twice_stays():
     a line loaded once goes far sooner (gone by 128 KiB): L1 keeps lines it has hit over lines it has
     only filled - neither LRU over one store nor the random replacement `models.placed.kept` draws
     (exp(-fills / L1): 0.55 of a line at 128 KiB)."""
-    from pathlib import Path
-
-    import pandas as pd
-
-    folder = Path(__file__).parent.parent / "reports/data/h100/checks/l1_survival"
-    d = pd.read_csv(folder / "measurements.csv.gz")
-    d = d[d.metric == "l1_hit_share"].copy()
-    for key, absent in (("fill_bytes", None), ("carveout_pct", None), ("x_in_fill", None), ("touches", None),
-                        ("fill_passes", 1)):
-        d[key] = d.params.map(lambda s, k=key, a=absent: json.loads(s).get(k, a)).astype(int)
+    d = _survival("h100/checks/l1_survival", {"carveout_pct": None, "x_in_fill": None, "touches": None,
+                                               "fill_passes": 1})
     assert d.run_id.nunique() == 2
-    d["kib"] = d.fill_bytes // 1024
     share = d.pivot_table(index="kib", columns=["carveout_pct", "x_in_fill", "touches", "fill_passes"],
                           values="value")  # the mean of the two runs where both measured a variant
     for once in (share[(0, 0, 1, 1)], share[(0, 1, 1, 1)].dropna()):
@@ -144,17 +144,8 @@ def test_among_lines_l1_has_hit_a_hit_line_leaves_by_recency():
     among once-read ones (the H100 runs): all 64 trials keep it through 128 KiB, then 0.94, 0.78, 0.78,
     0.56, 0.34, 0.28 at 160-240 KiB, none from 256 KiB. A line read once among hit lines is gone by
     128 KiB. Two classes, recency within each: what the model's exp(-fills / L1) does not draw."""
-    from pathlib import Path
-
-    import pandas as pd
-
-    folder = Path(__file__).parent.parent / "reports/data/h200/checks/l1_survival"
-    d = pd.read_csv(folder / "measurements.csv.gz")
+    d = _survival("h200/checks/l1_survival", {"touches": None, "fill_touches": None})
     assert d.device.eq("NVIDIA H200").all()
-    d = d[d.metric == "l1_hit_share"].copy()
-    for key in ("fill_bytes", "touches", "fill_touches"):
-        d[key] = d.params.map(lambda s, k=key: json.loads(s)[k]).astype(int)
-    d["kib"] = d.fill_bytes // 1024
     share = d.pivot_table(index="kib", columns=["touches", "fill_touches"], values="value")
     assert (share[(2, 1)] == 1).all() and share.index.max() == 1024  # among once-read lines: kept
     for hit in (share[(2, 2)], share[(3, 2)]):
