@@ -36,9 +36,8 @@ extern "C" __global__ void chase_shared(const unsigned* __restrict__ init, int n
 
 // One thread, per trial t: load line t of x `touches` times (ld.ca), then walk `fills` lines of fill[] that
 // no trial has touched, `fill_passes` times, each line `fill_touches` times a step (ld.ca, each word the
-// index of the next; a trial's last holds 0,
-// as x's words do), then time the reload of x's line t: served by L1 where the fills left it there.
-// cycles[t] per trial.
+// index of the next; a trial's last holds 0, as x's words do), then time the reload of x's line t: served
+// by L1 where the fills left it there. cycles[t] per trial.
 // 32: the words of a 128-byte line (special.WORDS_PER_LINE, which lays out x and fill).
 extern "C" __global__ void l1_survival(const unsigned* __restrict__ x, const unsigned* __restrict__ fill,
                                        int fills, int trials, unsigned long long* cycles, unsigned* sink,
