@@ -125,6 +125,8 @@ class Ceilings:
     # sectors two writers share: what L2 loses before the second writes, and what each fill costs
     partial_law: PartialLaw | None = None
     partial_loss_probe: Ceiling | None = None  # where the law comes from; value: the bytes between losing half
+    fabric_bytes_per_s: Ceiling | None = None  # reads crossing between the L2 partitions (models.fabric)
+    fabric_half_line_bytes_per_s: Ceiling | None = None  # ... in 64-byte requests (two SMs read a line's halves)
 
     def l2_loss(self, footprint_bytes: float, readers: str = "one", passes: int = 0) -> float | None:
         """The share of a re-read buffer L2 loses between passes, on average over `passes` (measured; None
@@ -327,6 +329,27 @@ def retention_by_run(data, case: str) -> dict[str, tuple[tuple[float, float], ..
     lost = functools.partial(_lost_per_pass, RETENTION_PASSES)
     runs = data[data.case == case].run_id.unique()
     return {run: curve for run in sorted(runs) if (curve := _ncu_read_curve(data[data.run_id == run], case, lost)[0])}
+
+
+FABRIC_BUSY = "lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed"
+FABRIC_READ = "lts__t_sectors_srcunit_ltcfabric_op_read.sum"
+
+
+def _fabric_rate(data, startup_s: float, cases: tuple[str, ...], what: str, busy_pct: float = 85.0) -> Ceiling | None:
+    """Bytes of reads crossing between the L2 partitions per second of a launch past its start-up:
+    the median over the recorded launches of `cases` that kept the fabric >= `busy_pct` % busy (plan
+    h200_fabric_reads)."""
+    prof = data[(data.source == "ncu") & data.case.isin(cases)]
+    wide = prof.pivot_table(index=["run_id", "case_id"], columns="metric", values="value", aggfunc="median")
+    if not {FABRIC_BUSY, FABRIC_READ, "gpu__time_duration.sum"} <= set(wide.columns):
+        return None
+    busy = wide[wide[FABRIC_BUSY] >= busy_pct].dropna(subset=[FABRIC_READ, "gpu__time_duration.sum"])
+    if busy.empty:
+        return None
+    rate = 32 * busy[FABRIC_READ] / (busy["gpu__time_duration.sum"] * 1e-9 - startup_s)
+    return Ceiling(f"L2 fabric (reads crossing between the partitions, {what})", float(rate.median()), "B/s",
+                   f"measured: {len(busy)} launches of {' and '.join(cases)} with the fabric >= {busy_pct:.0f} % busy",
+                   tuple(busy.index.get_level_values("case_id")))
 
 
 def _stream_startup(data, times, launch_s: float, min_bytes: int = 64 << 20) -> Ceiling | None:
@@ -610,6 +633,10 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
             extra["store_combining"] = combining
         if (startup := _stream_startup(data, times, launch_s)):
             extra["stream_startup_s"] = startup
+        for key, cases, what in (("fabric_bytes_per_s", ("probe.l2_read", "probe.l2_read_shared"), "whole lines"),
+                                 ("fabric_half_line_bytes_per_s", ("probe.l2_read_split",), "64-byte halves")):
+            if startup and (fabric := _fabric_rate(data, startup.value, cases, what)):
+                extra[key] = fabric
         if (dirty := _dirty_at_end(data)):
             extra["l2_dirty_at_end_bytes"] = dirty
         reads_only = data[(data.source == "ncu") & (data.case == "probe.read")

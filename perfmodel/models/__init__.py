@@ -24,6 +24,7 @@ from ..errors import LimitError, PerfModelError
 from ..l2replay import predicted_read_bytes
 from ..measurements import load
 from ..memory import analyse
+from ..memory.coalescing import LINE_BYTES
 from ..naive_k import excess as naive_k_excess
 from ..occupancy import occupancy
 from ..round_replay import replayed_hit_share
@@ -31,6 +32,7 @@ from ..sass import functions
 from ..store_order import store_spread
 from .base import Prediction, Term
 from .dram import dirty_at_end, own_loss, with_split_lines
+from .fabric import crossing_read_bytes, fabric_term
 from .issue import warp_instructions
 from .l1 import block_invariant, l1_traffic, store_merge_shares
 from .time import (
@@ -263,6 +265,15 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         dram = filled
         terms = pipe_terms(dev, ceil, l1, below.l2_read_bytes, below.l2_write_bytes, dram, req, flops,
                            launch.blocks, issued, case.precision, fills)
+    crossing = (0.0, 0.0)
+    # L2 read requests of half a line or less cross the fabric slower a byte (probe.l2_read_split)
+    halves = req.read and below.l2_read_bytes / req.read <= LINE_BYTES / 2
+    fabric = ceil.fabric_half_line_bytes_per_s if halves else ceil.fabric_bytes_per_s
+    if case.model == "l2" and fabric:  # passes over one buffer, its re-readers known
+        crossing = crossing_read_bytes(compulsory[0], dram.read_bytes, p.get("passes", 1), case.rereaders(p),
+                                       dev.arch.l2_partitions)
+        if crossing[0]:
+            terms.append(fabric_term(crossing[0], fabric.value, fabric.source))
     warp_loads = max(dram.read_bytes - background, 0)  # DRAM bytes the warps wait for
     if case.sync_after_loads:
         in_flight = blocks_per_sm * dev.sm_count * warp_loads / max(launch.blocks, 1)  # every resident block's
@@ -282,7 +293,8 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         terms.append(extra)
     slowest = max(terms, key=lambda t: t.time_s)
     time_s = slowest.time_s
-    if case.model == "l2" and (first := first_pass_term(terms, p.get("passes", 1), compulsory[0], dram.read_bytes)):
+    if case.model == "l2" and (first := first_pass_term(terms, p.get("passes", 1), compulsory[0], dram.read_bytes,
+                                                        crossing[1] / crossing[0] if crossing[0] else 0.0)):
         terms.append(first)
         time_s += first.time_s
     # writes still dirty in L2 at the end. Not taken out of the DRAM time: the barrier-phase rule was

@@ -12,8 +12,8 @@ from ..occupancy import Occupancy
 class Term:
     """One line of a time breakdown: what limits, how long it alone would take, and why."""
 
-    name: str  # dram | l2 | l2_requests | l2_input | l1 | l1_tag | fp32 | fp64 | issue | latency | barrier | blocks |
-    # startup | launch
+    name: str  # dram | l2 | l2_requests | l2_input | fabric | l1 | l1_tag | fp32 | fp64 | issue | latency | barrier |
+    # blocks | startup | launch
     time_s: float
     work: float
     rate_per_s: float

@@ -18,7 +18,7 @@ from .traffic import L2Requests, Traffic, l2_input_units
 IN_SM = ("fp32", "fp64", "l1", "l1_tag", "issue")  # pipes inside the SM: bound per wave of resident blocks
 READ_ONLY_WRITE_SHARE = 0.01  # write requests per read request below which a kernel counts as only reading
 # bounds that stream through the memory system
-OUTSIDE_SM = ("dram", "latency", "l2", "l2_requests", "l2_input", "blocks")
+OUTSIDE_SM = ("dram", "latency", "l2", "l2_requests", "l2_input", "fabric", "blocks")
 
 
 def hidden_behind_others(blocks_per_sm: int) -> float:
@@ -218,19 +218,25 @@ def barrier_rounds_term(ceil: Ceilings, rounds: int, blocks_per_sm: int, exposed
                 f"({blocks_per_sm} blocks per SM), added")
 
 
-def first_pass_term(terms: list[Term], passes: int, first_read_bytes: float, dram_read_bytes: float) -> Term | None:
+def first_pass_term(terms: list[Term], passes: int, first_read_bytes: float, dram_read_bytes: float,
+                    first_crossing_share: float = 0.0) -> Term | None:
     """Passes over one buffer: the first reads it all from DRAM, the others what L2 lost of it, so
     the slowest resource is taken per phase, not over the kernel (the DRAM-side terms, dram and
-    latency, split by their DRAM bytes, the others evenly by pass); the time this adds beyond the
-    slowest total (probe.l2_read at 4 passes, 16-48 MiB: -8..-15 % without it)."""
+    latency, split by their DRAM bytes, the fabric by its crossings - `first_crossing_share` of them in
+    the first pass - the others evenly by pass); the time this adds beyond the slowest total
+    (probe.l2_read at 4 passes, 16-48 MiB: -8..-15 % without it)."""
     if passes < 2 or not dram_read_bytes or not terms:
         return None
-    first_share = min(first_read_bytes / dram_read_bytes, 1.0)
+    first = {"dram": min(first_read_bytes / dram_read_bytes, 1.0), "fabric": first_crossing_share}
+    first["latency"] = first["dram"]
 
-    def phase(share_dram: float, share_pass: float) -> tuple[float, str]:
-        return max((t.time_s * (share_dram if t.name in ("dram", "latency") else share_pass), t.name) for t in terms)
+    def phase(in_first: bool) -> tuple[float, str]:
+        def share(name: str) -> float:
+            s = first.get(name, 1 / passes)
+            return s if in_first else 1 - s
+        return max((t.time_s * share(t.name), t.name) for t in terms)
 
-    (first_s, first_by), (rest_s, rest_by) = phase(first_share, 1 / passes), phase(1 - first_share, 1 - 1 / passes)
+    (first_s, first_by), (rest_s, rest_by) = phase(True), phase(False)
     added = first_s + rest_s - max(t.time_s for t in terms)
     if added <= 0:
         return None
