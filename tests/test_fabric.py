@@ -35,9 +35,10 @@ def launches():
 
 
 def test_the_model_counts_the_crossings_ncu_counts(launches):
-    """Each launch's crossing sectors, the model's (from its own DRAM reads) against ncu's: the model
-    is low in the band (copies in the reader's partition are lost sooner than the home's lines: ncu's
-    home hits after a crossing are ~2x the model's) - within 25 %, 10 % on average, never over by 5 %."""
+    """Each launch's crossing sectors, the model's (from its own DRAM reads) against ncu's: low in the
+    band, where the reader's copies are lost a little sooner than the home's lines, most at 44 MiB for
+    the plain stream, whose DRAM reads the model also has 11-17 % low there (-19 %, -24 % at 8 passes) -
+    within 25 %, 7 % on average, never over by 5 %."""
     err = []
     for case, params, measured in launches.itertuples(index=False):
         p = json.loads(params)
@@ -46,7 +47,7 @@ def test_the_model_counts_the_crossings_ncu_counts(launches):
         err.append(fabric[0].work / (32 * measured) - 1)
     err = np.array(err)
     assert len(err) >= 30
-    assert np.abs(err).max() <= 0.25 and np.abs(err).mean() <= 0.10 and err.max() <= 0.05, np.round(100 * err, 1)
+    assert np.abs(err).max() <= 0.25 and np.abs(err).mean() <= 0.07 and err.max() <= 0.05, np.round(100 * err, 1)
 
 
 def test_the_fabric_rates_are_measured():
