@@ -340,6 +340,8 @@ def _fabric_rate(data, startup_s: float, cases: tuple[str, ...], what: str, busy
     the median over the recorded launches of `cases` that kept the fabric >= `busy_pct` % busy (plan
     h200_fabric_reads)."""
     prof = data[(data.source == "ncu") & data.case.isin(cases)]
+    # the split probe's same-pair control (mult = 1) is not the split-line pattern (_lost_per_pass)
+    prof = prof[~(prof.case.eq("probe.l2_read_split") & prof.params.str.contains('"mult":1,'))]
     wide = prof.pivot_table(index=["run_id", "case_id"], columns="metric", values="value", aggfunc="median")
     if not {FABRIC_BUSY, FABRIC_READ, "gpu__time_duration.sum"} <= set(wide.columns):
         return None

@@ -175,6 +175,7 @@ def test_l2_retention_curve_is_measured(recorded):
 
 SPLIT_FIRST, SPLIT_REPEATS = "20261201T212117Z", ("20261201T212315Z", "20261201T212338Z", "20261201T212357Z")
 SPLIT_AND_SHARED = "20261201T215036Z"  # h200_split_lines_repeat again, read_l2_shared held to eight blocks an SM
+FABRIC_READS = "20261205T182216Z"  # h200_fabric_reads: the stream, shared and split probes at 24-64 MiB, one run
 
 
 def _retention_by_run(recorded, case: str) -> pd.DataFrame:
@@ -210,13 +211,14 @@ def test_split_lines_lose_more_than_whole_lines(recorded, comparison):
     line. In one run L2 loses 1.2-2.3x what it loses of whole lines read by one SM each pass (the shared
     probe, eight blocks an SM): 2.3x at 32 MiB, 1.8x at 40, 1.4x at 48; three runs in one device call
     repeat within 3 %, the call before within 2.5 points at 36-48 MiB (at 32 MiB 6.1 against 4.5 %, at 52
-    MiB 73 against 78 %).
+    MiB 73 against 78 %). Four days later, in the run that counted their fabric crossings (h200_fabric_reads),
+    again 2.0x, 1.8x and 1.4x at 32, 40 and 48 MiB.
     The matmuls show the same: in one run (h200_session_check) TILE 32 at 2048 x 5112 x 2048 (pitch off
     the line) loses of B what TILE 16 does, 1.8x TILE 32 at n = 5120. With the same two SMs every pass
     (mult 1) the split lines lose as the stream does: counted against its curve, +3..+8 %."""
     split = _retention_by_run(recorded, "probe.l2_read_split")
     shared = _retention_by_run(recorded, "probe.l2_read_shared")
-    assert sorted(split.run.unique()) == [SPLIT_FIRST, *SPLIT_REPEATS, SPLIT_AND_SHARED]
+    assert sorted(split.run.unique()) == [SPLIT_FIRST, *SPLIT_REPEATS, SPLIT_AND_SHARED, FABRIC_READS]
     repeats = split[split.run.isin(SPLIT_REPEATS)].groupby("mib").lost  # one device call
     assert (repeats.count() == 3).all() and (repeats.max() / repeats.min() < 1.03).all(), repeats.describe()
     first = split[split.run == SPLIT_FIRST].set_index("mib").lost  # the call before
@@ -227,6 +229,10 @@ def test_split_lines_lose_more_than_whole_lines(recorded, comparison):
     a = split[split.run == SPLIT_AND_SHARED].set_index("mib").lost
     b = shared[shared.run == SPLIT_AND_SHARED].set_index("mib").lost
     assert len(a) == len(b) == 6 and (a > 1.15 * b).all() and (a > 1.4 * b)[a.index <= 48].all(), (a, b)
+    a = split[split.run == FABRIC_READS].set_index("mib").lost
+    b = shared[shared.run == FABRIC_READS].set_index("mib").lost
+    band = [m for m in a.index if 32 <= m <= 48]
+    assert len(band) == 5 and (a[band] > 1.35 * b[band]).all(), (a, b)
     t = _sel(comparison, case="probe.l2_read_split", metric="dram_read_bytes")
     control = t[t.kind == "counter"]
     assert len(control) == 3 and control.rel_error.abs().max() < 0.09, describe(control)
@@ -1104,17 +1110,19 @@ def test_issue_bound_probes_stall_on_the_integer_multiply_pipe(recorded):
 
 def test_run_to_run_spread_is_below_the_accuracy_asked_for(recorded):
     """The floor under any model error: the same case's time moves by a median 0.5 % between recorded
-    runs (all within 5 %), ncu's DRAM reads by a median far less (2.5 % at the 90th percentile, cases
-    re-measured on other days); the 5 % and 10 % targets are above the noise."""
+    runs (all within 5 %), ncu's DRAM reads by a median far less (3.8 % at the 90th percentile, cases
+    re-measured on other days: the re-read probes between one L2 partition and the whole L2, measured
+    again in h200_fabric_reads, moved by up to 18 % - where the arrays lie, FINDINGS.md; 2.9 % without
+    that run); the 5 % and 10 % targets are above the noise."""
     from perfmodel.measurements import run_to_run
 
     r = run_to_run(recorded).set_index("quantity")
     time_row = r.loc["time (CUDA events, after the reading flush)"]
     assert time_row.cases >= 100 and time_row.median_spread < 0.01 and time_row.max_spread < 0.05
     dram = r.loc["DRAM read bytes (ncu)"]
-    # 2.5 % at the 90th percentile since cases were re-measured on other days and cards (h200_session_check:
-    # band matmuls +2..+10 %; the split probe's two calls at 32-36 and 52 MiB); within one run far less
-    assert dram.cases >= 100 and dram.p90_spread < 0.03
+    # since cases were re-measured on other days and cards (h200_session_check: band matmuls +2..+10 %; the
+    # split probe's two calls at 32-36 and 52 MiB; h200_fabric_reads: the re-read probes); within one run far less
+    assert dram.cases >= 100 and dram.p90_spread < 0.04
 
 
 def test_barrier_kernels_with_enough_loads_in_flight_stream(comparison):
