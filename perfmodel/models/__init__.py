@@ -265,13 +265,14 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         dram = filled
         terms = pipe_terms(dev, ceil, l1, below.l2_read_bytes, below.l2_write_bytes, dram, req, flops,
                            launch.blocks, issued, case.precision, fills)
-    crossing = (0.0, 0.0)
-    # L2 read requests of half a line or less cross the fabric slower a byte (probe.l2_read_split)
-    halves = req.read and below.l2_read_bytes / req.read <= LINE_BYTES / 2
-    fabric = ceil.fabric_half_line_bytes_per_s if halves else ceil.fabric_bytes_per_s
-    if case.model == "l2" and fabric:  # passes over one buffer, its re-readers known
-        crossing = crossing_read_bytes(compulsory[0], dram.read_bytes, p.get("passes", 1), case.rereaders(p),
-                                       dev.arch.l2_partitions)
+    crossing = (0.0, 0.0)  # bytes crossing between the L2 partitions, the first pass's
+    if case.model == "l2":  # passes over one buffer, its re-readers known
+        # L2 read requests of half a line or less cross the fabric slower a byte (probe.l2_read_split)
+        halves = req.read and below.l2_read_bytes / req.read <= LINE_BYTES / 2
+        fabric = ceil.fabric_half_line_bytes_per_s if halves else ceil.fabric_bytes_per_s
+        if fabric:
+            crossing = crossing_read_bytes(compulsory[0], dram.read_bytes, p.get("passes", 1), case.rereaders(p),
+                                           dev.arch.l2_partitions)
         if crossing[0]:
             terms.append(fabric_term(crossing[0], fabric.value, fabric.source))
     warp_loads = max(dram.read_bytes - background, 0)  # DRAM bytes the warps wait for
