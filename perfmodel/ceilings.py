@@ -15,7 +15,7 @@ from .cache import on_disk
 from .devices import DeviceSpec
 from .devices import device as lookup
 from .errors import PerfModelError
-from .measurements import load, median_times, written_back
+from .measurements import load, median_times, param, written_back
 
 if TYPE_CHECKING:
     from .models.combining import StoreCombining
@@ -341,7 +341,7 @@ def _fabric_rate(data, startup_s: float, cases: tuple[str, ...], what: str, busy
     h200_fabric_reads)."""
     prof = data[(data.source == "ncu") & data.case.isin(cases)]
     # the split probe's same-pair control (mult = 1) is not the split-line pattern (_lost_per_pass)
-    prof = prof[~(prof.case.eq("probe.l2_read_split") & prof.params.str.contains('"mult":1,'))]
+    prof = prof[~(prof.case.eq("probe.l2_read_split") & param(prof, "mult").eq(1))]
     wide = prof.pivot_table(index=["run_id", "case_id"], columns="metric", values="value", aggfunc="median")
     if not {FABRIC_BUSY, FABRIC_READ, "gpu__time_duration.sum"} <= set(wide.columns):
         return None

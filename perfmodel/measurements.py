@@ -110,6 +110,13 @@ def load(device: str = "h200", data_dir: Path | None = None) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def param(frame: pd.DataFrame, key: str) -> pd.Series:
+    """Each row's parameter `key` (None where its case has none), parsed from the params JSON."""
+    import json
+
+    return frame.params.map(lambda s: json.loads(s).get(key))
+
+
 READ_FLUSH = "events-read-flush"
 # warm launches timed behind a spinning warp (suite.gpu.Spinner): earlier warm runs found the GPU
 # idle at the start event and timed the host's launch latency too (probe.launch: 8-15 us, 2.6-2.9 us so)

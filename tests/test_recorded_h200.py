@@ -15,7 +15,7 @@ import pytest
 
 import perfmodel
 from perfmodel.devices import device
-from perfmodel.report.page import param
+from perfmodel.measurements import param
 from tests.conftest import describe
 
 H200 = device("h200")
@@ -113,7 +113,7 @@ def test_dram_reads(comparison):
     band = matmul_b_mib(t).between(20, 60)
     # known gap (h200_split_lines): split lines read by the same two SMs every pass lose less than the
     # stream whose curve the model gives them at 52 MiB (54 against 61 %): +8 %; at 40 and 48 MiB +3 %
-    same_pair = t.case.eq("probe.l2_read_split") & t.params.str.contains('"mult":1,')
+    same_pair = t.case.eq("probe.l2_read_split") & param(t, "mult").eq(1)
     assert same_pair.sum() == 3 and t[same_pair].rel_error.abs().max() < 0.09, describe(t[same_pair])
     bad = t[~band & ~same_pair & (t.rel_error.abs() > 0.05)]
     assert bad.empty, describe(bad)
@@ -234,7 +234,7 @@ def test_split_lines_lose_more_than_whole_lines(recorded, comparison):
     band = [m for m in a.index if 32 <= m <= 48]
     assert len(band) == 5 and (a[band] > 1.35 * b[band]).all(), (a, b)
     t = _sel(comparison, case="probe.l2_read_split", metric="dram_read_bytes")
-    control = t[(t.kind == "counter") & t.params.str.contains('"mult":1,')]
+    control = t[(t.kind == "counter") & param(t, "mult").eq(1)]
     assert len(control) == 3 and control.rel_error.abs().max() < 0.09, describe(control)
     # the matmuls in one run: B lost per re-read (A and B once, then B m / tile - 1 more times)
     mm = recorded[(recorded.run_id == "20261201T212542Z") & recorded.case.eq("matmul.tiled")

@@ -23,10 +23,11 @@ from ..b_curve import (
     tile16_points,
 )
 from ..devices import DeviceSpec
+from ..measurements import param
 from ..models import case_occupancy
 from ..suite.registry import get
 from . import figures
-from .page import Page, b_band_rows, param
+from .page import Page, b_band_rows
 
 RAMP_MIB = (30, 42)  # where the families lie on one curve (past it each jumps at its own size)
 BAND_FROM_BYTES = 20 << 20  # the suite rows counted: B from 20 MiB to the whole L2 (tests/test_recorded_h200.py)

@@ -11,8 +11,9 @@ import pandas as pd
 from ..b_curve import FAMILY
 from ..coarse_curve import OWN, _curve, coarse_points
 from ..devices import DeviceSpec
+from ..measurements import param
 from . import figures
-from .page import Page, b_band_rows, param
+from .page import Page, b_band_rows
 
 
 def coarse_curve_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, page: Page) -> str:

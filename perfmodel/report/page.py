@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..measurements import param
 from . import figures
 
 
@@ -44,10 +44,6 @@ def markdown_table(df: pd.DataFrame) -> str:
 def short_case_id(case_id: str) -> str:
     """A matmul case id as a figure's label: "tiled  k=2048,m=2048,n=4096,tile=32"."""
     return re.sub(r"matmul\.|\[|\]", " ", case_id).strip()
-
-
-def param(df: pd.DataFrame, key: str) -> pd.Series:
-    return df.params.map(lambda s: json.loads(s).get(key))
 
 
 def b_band_rows(table: pd.DataFrame, case: str, from_bytes: float, to_bytes: float) -> pd.DataFrame:

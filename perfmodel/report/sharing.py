@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 
 from ..coresidency import recorded
+from ..measurements import param
 from ..suite.plan import case_id
 from . import figures
-from .page import param
 
 CASES = ("matmul.tiled", "matmul.corner_turning")
 METRIC = "l2_requested_read_sectors"

@@ -11,6 +11,7 @@ import pandas as pd
 
 from ..ceilings import ROUND_CHAIN_FMAS, in_flight_curve
 from ..devices import DeviceSpec
+from ..measurements import param
 from ..memory.coalescing import LINE_BYTES
 from ..models import predict, round_exposed_s
 from ..models.overlap import staircase_level, streams_time
@@ -21,7 +22,7 @@ from .allocation import allocation_section
 from .b_curve import b_curve_section
 from .coarse_curve import coarse_curve_section
 from .naive_k import naive_k_section
-from .page import Page, accuracy, param, short_case_id, time_page
+from .page import Page, accuracy, short_case_id, time_page
 from .transpose import transpose_study
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..measurements import param
 from ..store_order import off_sector_share, shared_sectors
 from . import figures
-from .page import Page, param, time_page
+from .page import Page, time_page
 from .store_order import store_order_section
 
 
