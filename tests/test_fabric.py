@@ -13,6 +13,7 @@ import perfmodel
 from perfmodel.ceilings import FABRIC_READ, ceilings
 from perfmodel.measurements import DATA_DIR, load
 from perfmodel.models.fabric import crossing_read_bytes
+from perfmodel.suite.registry import get
 
 
 def test_crossings_without_loss_follow_the_readers_sides():
@@ -73,8 +74,7 @@ def _crossing_errors(ncu: pd.DataFrame) -> np.ndarray:
     err = []
     for (case, params), row in wide.iterrows():
         p = json.loads(params)
-        readers = "one" if case == "probe.l2_read" or p.get("mult") == 1 else "shared"
-        law = crossing_read_bytes(4 * p["n"], row["dram__bytes_read.sum"], p["passes"], readers, 2)[0]
+        law = crossing_read_bytes(4 * p["n"], row["dram__bytes_read.sum"], p["passes"], get(case).rereaders(p), 2)[0]
         err.append(law / (32 * row[FABRIC_READ]) - 1)
     return np.array(err)
 
