@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import json
 import os
 import subprocess
 from collections.abc import Iterable
@@ -112,8 +113,6 @@ def load(device: str = "h200", data_dir: Path | None = None) -> pd.DataFrame:
 
 def param(frame: pd.DataFrame, key: str) -> pd.Series:
     """Each row's parameter `key` (None where its case has none), parsed from the params JSON."""
-    import json
-
     return frame.params.map(lambda s: json.loads(s).get(key))
 
 
