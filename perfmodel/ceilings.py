@@ -212,9 +212,10 @@ def _loaded_latency(data, dev: DeviceSpec) -> dict[str, object]:
     chased = data[data.case == "probe.chase_loaded"]
     if not len(chased):
         return {}
-    shape = chased.params.map(lambda s: (json.loads(s).get("lanes", 1), json.loads(s).get("copy", 0)))
+    shape = pd.Series(list(zip(param(chased, "lanes").fillna(1), param(chased, "copy").fillna(0), strict=True)),
+                      index=chased.index)
     lanes = 32 if shape.map(lambda x: x[0] == 32).any() else 1
-    idle = chased.params.str.contains('"blocks":0,')
+    idle = param(chased, "blocks").eq(0)
 
     def curve(copy: int, width: int = lanes) -> tuple[tuple[float, float], ...]:
         sel = chased[shape.map(lambda x: x == (width, copy)) | (shape.map(lambda x: x == (width, 0)) & idle)]
@@ -357,10 +358,10 @@ def _fabric_rate(data, startup_s: float, cases: tuple[str, ...], what: str, busy
 def _stream_startup(data, times, launch_s: float, min_bytes: int = 64 << 20) -> Ceiling | None:
     """What a DRAM stream pays once beyond its bytes and the launch: the intercept of time against
     bytes of the float4 read stream (probe.read, one 8-block wave) over sizes of 64 MiB and up."""
-    sel = data[(data.case == "probe.read") & data.params.str.contains('"smem_per_block":0,')
-               & data.params.str.contains('"vec":1')].drop_duplicates("case_id")
-    pts = {c: (4 * json.loads(p)["n"], times[c]) for c, p in zip(sel.case_id, sel.params, strict=True)
-           if c in times.index and 4 * json.loads(p)["n"] >= min_bytes}
+    sel = data[(data.case == "probe.read") & param(data, "smem_per_block").eq(0)
+               & param(data, "vec").eq(1)].drop_duplicates("case_id")
+    pts = {c: (4 * n, times[c]) for c, n in zip(sel.case_id, param(sel, "n"), strict=True)
+           if c in times.index and 4 * n >= min_bytes}
     if len(pts) < 3:
         return None
     nbytes, t = np.array(list(pts.values())).T
@@ -674,7 +675,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
                                   ("latency_l2_s", "probe.chase_cg", 1 << 20, 16 << 20),
                                   ("latency_dram_s", "probe.chase_cg", 256 << 20, 1 << 30)):
             sel = lat[lat.case == case]
-            sizes = sel.params.map(lambda s: json.loads(s)["bytes"])
+            sizes = param(sel, "bytes")
             sel = sel[(sizes >= lo) & (sizes <= hi)]
             if len(sel):
                 extra[key] = Ceiling(key.replace("_s", "").replace("_", " "), float(sel.value.median()) / clock,

@@ -10,7 +10,7 @@ import pytest
 
 import perfmodel
 from perfmodel.holdout import HOLDOUT_DIR, compare_holdout, frozen, sets
-from perfmodel.measurements import load
+from perfmodel.measurements import load, param
 from perfmodel.models.base import Prediction
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def test_warp_seams_law_out_of_sample(held):
     count. With the law: L2 write sectors within 0.9 %, requests within 2.7 %."""
     name, _, _, t = held
     rows = t[t.case.eq("matmul.coarsened") & t.metric.isin(["l2_write_sectors", "l2_write_requests"])]
-    ragged = rows[rows.params.map(lambda s: json.loads(s)["n"] % 8 != 0 and json.loads(s)["coarse"] > 1)]
+    ragged = rows[(param(rows, "n") % 8 != 0) & (param(rows, "coarse") > 1)]
     if ragged.empty:
         pytest.skip(f"{name}: no coarsened matmul at n off a multiple of 8")
     sectors = ragged[ragged.metric.eq("l2_write_sectors")].rel_error_now.abs()
@@ -126,7 +126,7 @@ def _holdout_rows(name: str, metric: str) -> pd.DataFrame:
     t = _compared(name)
     t = t[t.metric == metric]
     keys = ("n", "dist", "k", "m", "tile", "coarse")
-    return t.assign(**{p: t.params.map(lambda s, p=p: json.loads(s).get(p)) for p in keys})
+    return t.assign(**{p: param(t, p) for p in keys})
 
 
 def _set_number(name: str) -> int:

@@ -2,7 +2,6 @@
 cycle through the working set's 128-byte lines, warmed once, 4096 timed steps; nine runs, 2026-11-29).
 The share of loads an L1 serves is read off the cycles per load between the L1 and L2 plateaus."""
 
-import json
 
 import numpy as np
 import pandas as pd
@@ -10,7 +9,7 @@ import pytest
 
 from perfmodel.ceilings import ceilings
 from perfmodel.devices import device
-from perfmodel.measurements import DATA_DIR, load
+from perfmodel.measurements import DATA_DIR, load, param
 from perfmodel.models.placed import cyclic_hits_at_random, kept
 
 
@@ -29,7 +28,7 @@ def _survival(folder: str, keys: dict[str, int | None]) -> pd.DataFrame:
     d = pd.read_csv(DATA_DIR / folder / "measurements.csv.gz")
     d = d[d.metric == "l1_hit_share"].copy()
     for key, absent in {"fill_bytes": None, **keys}.items():
-        d[key] = d.params.map(lambda s, k=key, a=absent: json.loads(s).get(k, a)).astype(int)
+        d[key] = param(d, key).fillna(absent).astype(int)
     d["kib"] = d.fill_bytes // 1024
     return d
 
@@ -40,7 +39,7 @@ def hit_share():
     chase = data[data.case.eq("probe.chase_ca") & data.metric.eq("cycles_per_load")]
     if chase.empty:
         pytest.skip("no pointer chase recorded for the H200")
-    return _l1_share(chase.groupby(chase.params.map(lambda s: json.loads(s)["bytes"])).value.median())
+    return _l1_share(chase.groupby(param(chase, "bytes")).value.median())
 
 
 def test_the_l1_keeps_by_recency_not_at_random(hit_share):
@@ -100,7 +99,7 @@ def test_the_l1_edge_is_sharp_below_and_spread_above():
     model knows draws that: an LRU L1 holding 216 KiB whole keeps none of a larger cycle (but 10 % or more
     is kept to 288 KiB), and one replacing at random keeps a fifth of 384 KiB (none is kept)."""
     d = pd.read_csv(DATA_DIR / "h200/checks/l1_edge/measurements.csv.gz")
-    d["kib"] = d.params.map(lambda s: json.loads(s)["bytes"] >> 10)
+    d["kib"] = param(d, "bytes") // 1024
     share = _l1_share(d.pivot_table(index="kib", columns="seed", values="value"))
     assert share.shape == (29, 3)
     assert (share.max(axis=1) - share.min(axis=1) < 0.05).all()

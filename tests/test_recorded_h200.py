@@ -31,7 +31,7 @@ def _late_partials(t: pd.DataFrame) -> pd.Series:
     """For DRAM writes, probe.split_store's sectors completed 8192+ blocks later: the model writes a
     lost sector back once for each piece (one write more per two fills); L2 wrote 0.27-0.68 more per
     fill (h200_split_sweep: -5..+19 % on the copy's writes; held-out 22's wide transposes within 5 %)."""
-    dist = t.params.map(lambda s: json.loads(s).get("dist", 0))
+    dist = param(t, "dist").fillna(0)
     return t.case.eq("probe.split_store") & (dist > 8192)
 
 
@@ -95,7 +95,7 @@ def test_ncu_shared_memory_limit_follows_the_driver_carveout(comparison):
 
 def matmul_b_mib(t) -> pd.Series:
     """B's size (k x n floats) of the matmul rows, in MiB (0 for other cases)."""
-    b = t.params.map(lambda s: 4 * json.loads(s).get("k", 0) * json.loads(s).get("n", 0) / 2**20)
+    b = 4 * param(t, "k").fillna(0) * param(t, "n").fillna(0) / 2**20
     return b.where(t.case.str.startswith("matmul"), 0.0)
 
 
@@ -119,11 +119,11 @@ def test_dram_reads(comparison):
     assert bad.empty, describe(bad)
     # a copy whose sectors get 8 pieces ~14k blocks apart: L2 fills 72 %, the loss law at the span 67 %
     pieces = t[t.case.eq("probe.piece_store")]
-    late = pieces[pieces.measured > 1.1 * 4 * pieces.params.map(lambda s: json.loads(s)["n"])]
+    late = pieces[pieces.measured > 1.1 * 4 * param(pieces, "n")]
     assert len(late) >= 1, describe(pieces)
     # the shifted copies whose partial sectors L2 loses in part (the loss law, fitted at other sizes)
     split = t[t.case.eq("probe.split_store")]
-    split = split[split.measured > 1.01 * 4 * split.params.map(lambda s: json.loads(s)["n"])]
+    split = split[split.measured > 1.01 * 4 * param(split, "n")]
     assert len(split) >= 5 and split.rel_error.abs().max() < 0.02, describe(split)
     assert band.sum() >= 15 and t[band].rel_error.abs().max() < 1.0, describe(t[band])
     # known gap (h200_shared): B's rows off the 128-byte lines - TILE 32 at n = 5112 loses 41 % of B per
@@ -608,7 +608,7 @@ def test_l2_reads_requested_by_l1(comparison):
     its share of L1 (the probe at one block per SM: exact, 8x fewer sectors without the window)."""
     t = comparison[comparison.metric == "l2_requested_read_sectors"]
     assert len(t) >= 150
-    wide16 = t.case_id.str.contains("tile=16") & (t.params.map(lambda s: json.loads(s).get("n", 0)) > 16 * 132)
+    wide16 = t.case_id.str.contains("tile=16") & (param(t, "n").fillna(0) > 16 * 132)
     known = t.case.eq("matmul.naive") | (t.case.eq("matmul.tiled") & wide16)
     bad = t[~known & (t.rel_error.abs() > 0.05)]
     assert bad.empty, describe(bad)
@@ -685,7 +685,7 @@ def test_l1_tag_stage_passes(comparison):
     the bank model (-5...-7 %): 88 % of the rows within 5 %."""
     t = comparison[comparison.metric.isin(["global_load_tag_wavefronts", "global_store_tag_wavefronts"])]
     pairs = t[t.case.eq("probe.pair_lines") & t.metric.eq("global_load_tag_wavefronts")]
-    dist = pairs.params.map(lambda s: json.loads(s)["dist"])
+    dist = param(pairs, "dist")
     lines_apart = dist // 32
     power = (dist % 32 == 0) & ((lines_apart & (lines_apart - 1)) == 0)
     passes = pairs.measured / pairs.measured.min()  # per request: 1 or 2 (averaged over 8 positions)
@@ -707,7 +707,7 @@ def test_l1_tag_stage_passes(comparison):
     # capped by unused shared memory, the row transpose has 28 KiB of L1 beside the carveout: its loads
     # in flight crowd the L1's sets, and ncu counts more tag passes the more blocks share it (not modelled)
     capped = t[t.case.eq("transpose.rows_capped")]
-    bps = capped.params.map(lambda p: json.loads(p)["blocks_per_sm"])
+    bps = param(capped, "blocks_per_sm")
     assert (capped.rel_error[bps <= 2].abs() < 0.01).all() and (capped.rel_error[bps == 8] < -0.05).all(), \
         describe(capped)
     assert len(t) >= 500
@@ -770,7 +770,7 @@ def test_piece_store_repeats_scatter_about_the_combining_law(comparison):
     from perfmodel.allocation import launch_counts
 
     w = launch_counts("h200", "piece_sizes", "lts__t_sectors_srcunit_tex_op_write.sum")
-    w["n"] = w.params.map(lambda s: json.loads(s)["n"])
+    w["n"] = param(w, "n")
     launches = pd.concat([w.set_index("n")["first"], w.set_index("n")["second"]]).groupby(level=0)
     assert len(launches) == 15 and (launches.size() == 6).all()
     law = pd.Series({n: perfmodel.predict("probe.piece_store", "h200", n=int(n), dist=1).l2_write_bytes / 32
@@ -1050,7 +1050,7 @@ def test_stream_startup_predicts_small_streams(comparison):
     c = comparison
     t = c[(c.kind == "time") & c.case.isin(["probe.read", "probe.copy"]) & c.params.str.contains('"vec":1')
           & ~c.params.str.contains('"smem_per_block":[1-9]')]
-    n = t.params.map(lambda s: json.loads(s)["n"])
+    n = param(t, "n")
     small_reads = t[t.case.eq("probe.read") & (n < 1 << 24)]
     assert len(small_reads) >= 6 and small_reads.rel_error.abs().max() < 0.15, describe(small_reads)
     copies = t[t.case.eq("probe.copy")]
@@ -1135,7 +1135,7 @@ def test_barrier_kernels_with_enough_loads_in_flight_stream(comparison):
     assert rows.bound == "dram" and any("streams past its barriers" in n for n in rows.notes)
     assert perfmodel.predict("transpose.smem", "h200", rows=4096, cols=4096, tile=32, pad=1).bound == "barrier"
     t = comparison[(comparison.case == "transpose.rows") & (comparison.kind == "time")]
-    aligned = t[t.params.map(lambda s: json.loads(s)["rows"] % 8 == 0)]
+    aligned = t[param(t, "rows") % 8 == 0]
     padded = aligned[aligned.params.str.contains('"pad":1')]
     assert len(padded) >= 7 and padded.rel_error.abs().max() < 0.12, describe(padded)
     assert len(aligned) >= 8 and aligned.rel_error.abs().max() < 0.12, describe(aligned)  # pad 0: phase rule
@@ -1182,7 +1182,7 @@ def test_two_blocks_on_an_sm_pay_the_measured_round_per_tile(comparison):
     one, two = (round_exposed_s(device("h200"), 2, 32, tiles) for tiles in (1, 2))
     assert 30e-9 < one < two < 250e-9 and 1.5 < two / one < 2.5, (one, two)
     t = comparison[comparison.kind == "time"]
-    coarse = t[t.case.eq("matmul.coarsened")].params.map(lambda s: json.loads(s)["coarse"])
+    coarse = param(t[t.case.eq("matmul.coarsened")], "coarse")
     c24 = t[t.case.eq("matmul.coarsened")][coarse.isin([2, 4])]
     assert len(c24) >= 15 and c24.rel_error.abs().max() < 0.06, describe(c24)
     two_tiles = t[(t.case.eq("matmul.coarsened") & t.case_id.str.contains("coarse=1,"))
