@@ -747,10 +747,11 @@ def test_l2_write_requests(comparison):
     pieces = big.case.isin(["probe.piece_store", "probe.piece_spread"]) & big.params.map(
         lambda s: json.loads(s).get("dist") == 1)
     # known gap (held-out set 30, h200_combine_step): at 3 Mi those calls' pieces combined more than at 2 Mi
-    # (0.30 against 0.32-0.33 sectors a word) - +11 %; another card's six launches (checks/piece_sizes, the
-    # test below) wrote 0.33-0.35 a word there, the law 0.335: the share at one size moves by the call
+    # (0.30 against 0.32-0.33 sectors a word) - +7 % (+11 % before plan h200_piece_dip's 2.25-4.5 Mi, whose
+    # one call wrote 0.31-0.33); another card's six launches (checks/piece_sizes, the test below) wrote
+    # 0.33-0.35 a word there, the law 0.32: the share at one size moves by the call
     three_mi = pieces & big.case.eq("probe.piece_store") & param(big, "n").eq(3 << 20)
-    assert three_mi.sum() == 1 and big[three_mi].rel_error.abs().max() < 0.12, describe(big[three_mi])
+    assert three_mi.sum() == 1 and big[three_mi].rel_error.abs().max() < 0.08, describe(big[three_mi])
     pieces &= ~three_mi
     assert pieces.sum() >= 6 and big[pieces].rel_error.abs().max() < 0.05, describe(big[pieces])
     big = big[~pieces & ~three_mi]
@@ -764,9 +765,10 @@ def test_l2_write_requests(comparison):
 def test_piece_store_repeats_scatter_about_the_combining_law(comparison):
     """checks/piece_sizes: probe.piece_store (dist 1) at 1-8 Mi threads in steps of 0.5 Mi, three allocations
     and two launches a size, in one call on one card: the L2 write sectors of one size spread 2-16 %, the
-    law (read off plan h200_combine on other cards) within 5 % of their median at 12 of the 15 sizes, within
-    8 % at all. At 3 Mi the suite's launch (the suite's one row past 5 %) lies under all six, the law
-    inside their range: a draw of the call, not the law's shape."""
+    law (read off plans h200_combine and h200_piece_dip on other cards) within 5 % of their median at 13 of
+    the 15 sizes, within 6 % at all (12 and 8 % before the piece_dip sizes). At 3 Mi the suite's launch (the
+    suite's one row past 5 %) lies under all six, and the law between the two calls: the share at one size
+    moves by the call."""
     from perfmodel.allocation import launch_counts
 
     w = launch_counts("h200", "piece_sizes", "lts__t_sectors_srcunit_tex_op_write.sum")
@@ -776,11 +778,11 @@ def test_piece_store_repeats_scatter_about_the_combining_law(comparison):
     law = pd.Series({n: perfmodel.predict("probe.piece_store", "h200", n=int(n), dist=1).l2_write_bytes / 32
                      for n in launches.groups})
     off = law / launches.median() - 1
-    assert (off.abs() < 0.05).sum() >= 12 and off.abs().max() < 0.08, off
+    assert (off.abs() < 0.05).sum() >= 13 and off.abs().max() < 0.06, off
     suite = _sel(comparison, case="probe.piece_store", metric="l2_write_sectors")
     three = suite[param(suite, "n").eq(3 << 20) & param(suite, "dist").eq(1)]
     assert len(three) == 1 and (three.measured.iloc[0] < launches.min()[3 << 20])
-    assert launches.min()[3 << 20] <= law[3 << 20] <= launches.max()[3 << 20]
+    assert three.measured.iloc[0] < law[3 << 20] < launches.min()[3 << 20]
 
 
 def test_split_store_in_kernel_writes_repeat_across_allocations(comparison):

@@ -139,11 +139,16 @@ def store_combined(law: StoreCombining | None, accesses: list[Access], launch: L
 # fastest: 0.30-0.33 L2 write sectors a thread up to 4 Mi, 0.37 from 7 Mi - where the footprint (8 bytes
 # a thread) passes from one L2 partition (30 MiB) to the whole L2 (60 MiB)
 PIECE_SIZES = (1 << 20, 1 << 21, 5 << 20, 6 << 20, 7 << 20, 1 << 23, 1 << 25, 1 << 27)
+# and 2.25-4.5 Mi (plan h200_piece_dip, sizes the suite lacks): the share stays near 2 Mi's up to ~4 Mi
+# (a footprint of one L2 partition) and rises after - under the log-linear line from 2 to 5 Mi by 2-7 %
+_MI4 = 1 << 18  # a quarter Mi
+PIECE_DIP_SIZES = tuple(q * _MI4 for q in (9, 10, 11, 13, 14, 15, 17, 18))
+SPREAD_DIP_SIZES = tuple(q * _MI4 for q in (10, 11, 13, 14))
 # the calibration probes (plan experiments/plans/h200_combine.toml: sizes the suite's own runs of them
 # lack, which test what is read off these): pattern, case, its parameters besides n, the n measured
 CALIBRATION = (
-    (PIECES, "probe.piece_store", {"dist": 1}, PIECE_SIZES),
-    (PIECES_SPREAD, "probe.piece_spread", {"dist": 1, "spread": 256}, PIECE_SIZES),
+    (PIECES, "probe.piece_store", {"dist": 1}, PIECE_SIZES + PIECE_DIP_SIZES),
+    (PIECES_SPREAD, "probe.piece_spread", {"dist": 1, "spread": 256}, PIECE_SIZES + SPREAD_DIP_SIZES),
     (SEAMS, "mem.global_store", {"offset": 4, "stride": 1, "width": 4},
      (1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 23, 1 << 25, 1 << 27)),
 )

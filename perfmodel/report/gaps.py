@@ -53,11 +53,11 @@ REASONS: list[tuple[str, str, str]] = [
                                    "reads within 5 % from 14 MiB, but at 7 MiB the law says 11 %, L2 lost 3 %; "
                                    "at 56 MiB L2 wrote each sector back 3 times, the model twice (held-out 24)"),
     ("l2_write_", "probe.piece_", "L1 combines a block's 4-byte piece stores at a share that falls with the "
-                                  "launch's waves (models.combining, read off plan h200_combine's sizes) - "
-                                  "timing: the share at one size moves by the call. At 3 Mi words three calls "
-                                  "wrote 0.30-0.31 sectors a word; another card's six launches 0.33-0.35, the "
-                                  "law 0.335 (checks/piece_sizes, 1-8 Mi: the law within 5 % of that call's "
-                                  "median at 12 of 15 sizes)"),
+                                  "launch's waves (models.combining, read off plans h200_combine's and "
+                                  "h200_piece_dip's sizes) - timing: the share at one size moves by the call. "
+                                  "At 3 Mi words three calls wrote 0.30-0.31 sectors a word; another card's six "
+                                  "launches 0.33-0.35, the law 0.32 (checks/piece_sizes, 1-8 Mi: the law within "
+                                  "5 % of that call's median at 13 of 15 sizes)"),
     ("dram_", "transpose.naive", "L2 fills from DRAM some sectors it holds no data of that warps write in 4-byte "
                                  "pieces (checks/fills_check.csv): the model takes the share measured at 32 x 8 "
                                  "threads; 2 and 4 block rows fill a little more, 32 less"),
