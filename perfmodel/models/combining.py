@@ -141,9 +141,8 @@ def store_combined(law: StoreCombining | None, accesses: list[Access], launch: L
 PIECE_SIZES = (1 << 20, 1 << 21, 5 << 20, 6 << 20, 7 << 20, 1 << 23, 1 << 25, 1 << 27)
 # and 2.25-4.5 Mi (plan h200_piece_dip, sizes the suite lacks): the share stays near 2 Mi's up to ~4 Mi
 # (a footprint of one L2 partition) and rises after - under the log-linear line from 2 to 5 Mi by 2-7 %
-_MI4 = 1 << 18  # a quarter Mi
-PIECE_DIP_SIZES = tuple(q * _MI4 for q in (9, 10, 11, 13, 14, 15, 17, 18))
-SPREAD_DIP_SIZES = tuple(q * _MI4 for q in (10, 11, 13, 14))
+PIECE_DIP_SIZES = tuple(quarters << 18 for quarters in (9, 10, 11, 13, 14, 15, 17, 18))  # in quarter Mi
+SPREAD_DIP_SIZES = tuple(quarters << 18 for quarters in (10, 11, 13, 14))
 # the calibration probes (plan experiments/plans/h200_combine.toml: sizes the suite's own runs of them
 # lack, which test what is read off these): pattern, case, its parameters besides n, the n measured
 CALIBRATION = (
