@@ -212,13 +212,12 @@ def _loaded_latency(data, dev: DeviceSpec) -> dict[str, object]:
     chased = data[data.case == "probe.chase_loaded"]
     if not len(chased):
         return {}
-    shape = pd.Series(list(zip(param(chased, "lanes").fillna(1), param(chased, "copy").fillna(0), strict=True)),
-                      index=chased.index)
-    lanes = 32 if shape.map(lambda x: x[0] == 32).any() else 1
+    lanes_of, copy_of = param(chased, "lanes").fillna(1), param(chased, "copy").fillna(0)
+    lanes = 32 if lanes_of.eq(32).any() else 1
     idle = param(chased, "blocks").eq(0)
 
     def curve(copy: int, width: int = lanes) -> tuple[tuple[float, float], ...]:
-        sel = chased[shape.map(lambda x: x == (width, copy)) | (shape.map(lambda x: x == (width, 0)) & idle)]
+        sel = chased[lanes_of.eq(width) & (copy_of.eq(copy) | (copy_of.eq(0) & idle))]
         t = sel.pivot_table(index="params", columns="metric", values="value", aggfunc="median")
         if "cycles_per_load" not in t:
             return ()
