@@ -906,8 +906,10 @@ def test_time_accuracy(comparison):
     assert worse.empty, describe(worse)
     pieces = t[t.case.isin(["probe.piece_store", "probe.piece_spread"])]
     assert len(pieces) >= 14 and pieces.rel_error.abs().max() < 0.25, describe(pieces)
+    # temporal blocking, issue-bound between barriers (models.phase_law, read off these launches):
+    # -8..+4 % (-13..+11 % with the rule by blocks per SM alone)
     temporal = t[t.case == "stencil.temporal"]
-    assert temporal.rel_error.abs().max() <= 0.15, describe(temporal)
+    assert temporal.rel_error.abs().max() <= 0.08, describe(temporal)
     scattered = t[t.case.isin(["transpose.naive", "mem.global_store", "probe.scatter_store"])]
     assert scattered.rel_error.abs().max() <= 0.25, describe(scattered)
 

@@ -35,6 +35,7 @@ from .dram import dirty_at_end, own_loss, with_split_lines
 from .fabric import crossing_read_bytes, fabric_term
 from .issue import warp_instructions
 from .l1 import block_invariant, l1_traffic, store_merge_shares
+from .phase_law import issue_phase_law
 from .time import (
     IN_SM,
     OUTSIDE_SM,
@@ -192,7 +193,7 @@ def round_exposed_s(dev: DeviceSpec, blocks_per_sm: int, chain_fmas: float, tile
 
 @functools.lru_cache(maxsize=4096)
 def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...], barriers: bool = True,
-             placed: bool = True) -> Prediction:
+             placed: bool = True, issue_law: bool = True) -> Prediction:
     from ..suite.registry import get
 
     case = get(case_name)
@@ -279,7 +280,8 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     if case.sync_after_loads:
         in_flight = blocks_per_sm * dev.sm_count * warp_loads / max(launch.blocks, 1)  # every resident block's
         streams = streams_past_barriers(ceil, terms, in_flight, warp_loads)
-        extra = None if streams else phase_term(ceil, terms, occ, waves, launch.blocks, dev.sm_count)
+        law = issue_phase_law(dev) if issue_law else None
+        extra = None if streams else phase_term(ceil, terms, occ, waves, launch.blocks, dev.sm_count, law)
         if streams:
             notes.append(f"{in_flight / 2**20:.1f} MiB of loads in flight cover DRAM's bandwidth-delay product: "
                          "it streams past its barriers")

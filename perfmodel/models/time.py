@@ -13,6 +13,7 @@ from .base import Term
 from .dram import DramEstimate
 from .issue import Instructions
 from .l1 import L1Traffic
+from .phase_law import IssuePhaseLaw
 from .traffic import L2Requests, Traffic, l2_input_units
 
 IN_SM = ("fp32", "fp64", "l1", "l1_tag", "issue")  # pipes inside the SM: bound per wave of resident blocks
@@ -25,7 +26,8 @@ def hidden_behind_others(blocks_per_sm: int) -> float:
     """The share of one block's wait (or shorter phase) left exposed when B blocks share an SM:
     blocks that start together run in step, so with B <= 2 nothing hides; otherwise the wait hides
     behind the other B - 1 blocks (form chosen among 1/B, 1/(B - 1), 2/B on the recorded
-    transposes and temporal blocking: a calibrated rule, applied unchanged to matmul's barriers)."""
+    transposes and temporal blocking: a calibrated rule, applied unchanged to matmul's barriers; an
+    issue-bound work phase that outlasts its loads takes models.phase_law instead)."""
     return 1.0 if blocks_per_sm <= 2 else 1 / (blocks_per_sm - 1)
 
 
@@ -127,16 +129,18 @@ def dispatch_wait_s(ceil: Ceilings, blocks: int, busy_s: float, sms: int) -> tup
     return dispatch_interval_s(ceil, sms) * u / (2 * (1 - u)), u
 
 
-def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float, blocks: int, sms: int) -> Term | None:
+def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float, blocks: int, sms: int,
+               law: IssuePhaseLaw | None = None) -> Term | None:
     """load -> barrier -> work in shared memory. The resident blocks of a wave start together and
     one DRAM latency per wave is exposed; a block's shorter phase hides behind the other blocks'
     longer phases (hidden_behind_others), and where the work phase is the longer, so does its wait at
     the barrier (row transposes with 32-way conflicts, work-bound: +5..+10 % in the suite and every
-    held-out set -> -6..+4 %; temporal blocking at 2 points a thread 1-2 % further under). Each refill
-    past the first wave also queues for the block dispatcher where many small blocks keep it busy
-    (dispatch_wait_s; the rule was calibrated where it idles): TILE 16 shared-memory transposes, 8
-    blocks per SM and the dispatcher 60-70 % busy, were 5-18 % faster in the model, suite and held
-    out alike (plans h200, h200_holdout*)."""
+    held-out set -> -6..+4 %). A work phase bound by issue that outlasts the load phase follows the
+    `law` instead (temporal blocking: the suite's 4096-8192 squared launches, -13..+11 % with the rule
+    above). Each refill past the first wave also queues for the block dispatcher where many small
+    blocks keep it busy (dispatch_wait_s; the rule was calibrated where it idles): TILE 16
+    shared-memory transposes, 8 blocks per SM and the dispatcher 60-70 % busy, were 5-18 % faster in
+    the model, suite and held out alike (plans h200, h200_holdout*)."""
     lat = ceil.latency_dram_s
     if not lat:
         return None
@@ -145,6 +149,12 @@ def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float, 
     exposed = hidden_behind_others(b)
     rounds = math.ceil(waves)
     wait_share = exposed if work_s > load_s else 1.0
+    issue_s = next((t.time_s for t in terms if t.name == "issue"), 0.0)
+    by_law = law.phases(b, load_s, issue_s) if law and issue_s >= work_s else None
+    how = ""
+    if by_law:
+        work_s, exposed = by_law
+        how = f"; work issuing at {issue_s / work_s:.2f} of the peak between barriers ({law.source})"
     phased = max(load_s, work_s) + min(load_s, work_s) * exposed + rounds * lat.value * wait_share
     wait_s, busy = dispatch_wait_s(ceil, blocks, phased, sms) if rounds > 1 else (0.0, 0.0)
     phased += (rounds - 1) * wait_s
@@ -152,7 +162,7 @@ def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float, 
     return Term("barrier", phased, rounds, 1 / lat.value,
                 f"max(load {load_s * 1e6:.1f} us, work {work_s * 1e6:.1f} us) + {exposed:.2f} x the shorter "
                 f"({b} blocks per SM) + {rounds} waves x {lat.value * 1e9:.0f} ns latency at the barrier"
-                f"{f' x {wait_share:.2f}' if wait_share < 1 else ''}{queue}")
+                f"{f' x {wait_share:.2f}' if wait_share < 1 else ''}{queue}{how}")
 
 
 # How far a barrier kernel's loads in flight must exceed the bandwidth-delay product to stream: the
