@@ -136,11 +136,11 @@ def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float, 
     longer phases (hidden_behind_others), and where the work phase is the longer, so does its wait at
     the barrier (row transposes with 32-way conflicts, work-bound: +5..+10 % in the suite and every
     held-out set -> -6..+4 %). A work phase bound by issue that outlasts the load phase follows the
-    `law` instead (temporal blocking: the suite's 4096-8192 squared launches, -13..+11 % with the rule
-    above). Each refill past the first wave also queues for the block dispatcher where many small
-    blocks keep it busy (dispatch_wait_s; the rule was calibrated where it idles): TILE 16
-    shared-memory transposes, 8 blocks per SM and the dispatcher 60-70 % busy, were 5-18 % faster in
-    the model, suite and held out alike (plans h200, h200_holdout*)."""
+    `law` instead (temporal blocking: the suite's 26 launches at 1024-8192 squared, -13..+11 % with the
+    rule above, -8..+4 % with the law). Each refill past the first wave also queues for the block
+    dispatcher where many small blocks keep it busy (dispatch_wait_s; the rule was calibrated where it
+    idles): TILE 16 shared-memory transposes, 8 blocks per SM and the dispatcher 60-70 % busy, were 5-18 %
+    faster in the model, suite and held out alike (plans h200, h200_holdout*)."""
     lat = ceil.latency_dram_s
     if not lat:
         return None
