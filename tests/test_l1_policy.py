@@ -2,7 +2,6 @@
 cycle through the working set's 128-byte lines, warmed once, 4096 timed steps; nine runs, 2026-11-29).
 The share of loads an L1 serves is read off the cycles per load between the L1 and L2 plateaus."""
 
-
 import numpy as np
 import pandas as pd
 import pytest

@@ -744,8 +744,7 @@ def test_l2_write_requests(comparison):
     # above: 32 lines a store, not 8). Timing: the more waves, the less (models.combining, read off
     # h200_combine's sizes, and 5-7 Mi from h200_combine_step); the suite's 4, 16 and 64 Mi within 5 %
     # (4 Mi pieces +3.4 %, lines apart +4.7 %; +7 and +6 % before the 5-7 Mi points)
-    pieces = big.case.isin(["probe.piece_store", "probe.piece_spread"]) & big.params.map(
-        lambda s: json.loads(s).get("dist") == 1)
+    pieces = big.case.isin(["probe.piece_store", "probe.piece_spread"]) & param(big, "dist").eq(1)
     # known gap (held-out set 30, h200_combine_step): at 3 Mi those calls' pieces combined more than at 2 Mi
     # (0.30 against 0.32-0.33 sectors a word) - +7 % (+11 % before plan h200_piece_dip's 2.25-4.5 Mi, whose
     # one call wrote 0.31-0.33); another card's six launches (checks/piece_sizes, the test below) wrote

@@ -31,6 +31,11 @@ def hidden_behind_others(blocks_per_sm: int) -> float:
     return 1.0 if blocks_per_sm <= 2 else 1 / (blocks_per_sm - 1)
 
 
+def overlapped_s(load_s: float, work_s: float, exposed: float) -> float:
+    """A barrier kernel's load and work phases: the longer, and the `exposed` share of the shorter."""
+    return max(load_s, work_s) + min(load_s, work_s) * exposed
+
+
 def late_fills(ceil: Ceilings, below: Traffic) -> tuple[float, str]:
     """(seconds, note) the memory system spends on the fills of sectors other writers complete that L2
     lost before the last wrote (ceilings.partial_law's cost a fill at the bytes between them): added to the
@@ -155,7 +160,7 @@ def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float, 
     if by_law:
         work_s, exposed = by_law
         how = f"; work issuing at {issue_s / work_s:.2f} of the peak between barriers ({law.source})"
-    phased = max(load_s, work_s) + min(load_s, work_s) * exposed + rounds * lat.value * wait_share
+    phased = overlapped_s(load_s, work_s, exposed) + rounds * lat.value * wait_share
     wait_s, busy = dispatch_wait_s(ceil, blocks, phased, sms) if rounds > 1 else (0.0, 0.0)
     phased += (rounds - 1) * wait_s
     queue = f" + {rounds - 1} refills x {wait_s * 1e9:.0f} ns for the dispatcher ({busy:.0%} busy)" if wait_s else ""
