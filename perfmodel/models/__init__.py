@@ -280,7 +280,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     if case.sync_after_loads:
         in_flight = blocks_per_sm * dev.sm_count * warp_loads / max(launch.blocks, 1)  # every resident block's
         streams = streams_past_barriers(ceil, terms, in_flight, warp_loads)
-        law = issue_phase_law(dev) if issue_law else None
+        law = (lambda: issue_phase_law(dev)) if issue_law else None  # fitted where a kernel first needs it
         extra = None if streams else phase_term(ceil, terms, occ, waves, launch.blocks, dev.sm_count, law)
         if streams:
             notes.append(f"{in_flight / 2**20:.1f} MiB of loads in flight cover DRAM's bandwidth-delay product: "

@@ -57,7 +57,7 @@ def _launches(dev: DeviceSpec) -> list[_Launch]:
     """The suite's issue-bound temporal launches as the model without the law times them."""
     from ..suite.registry import get
     from . import _predict
-    from .time import hidden_behind_others, overlapped_s
+    from .time import overlapped_s, work_phase
 
     data = load(dev.key)
     data = data[data.case == CASE]
@@ -73,7 +73,7 @@ def _launches(dev: DeviceSpec) -> list[_Launch]:
         if pred.bound != "barrier" or by.get("issue", 0.0) < work:
             continue
         load_s, b = by["dram"], pred.occupancy.blocks_per_sm
-        rest = pred.time_s - overlapped_s(load_s, work, hidden_behind_others(b))
+        rest = pred.time_s - overlapped_s(load_s, *work_phase(b, load_s, work, by["issue"])[:2])
         out.append(_Launch(b, load_s, by["issue"], rest, float(times[cid])))
     return out
 
@@ -84,7 +84,7 @@ def issue_phase_law(dev: DeviceSpec) -> IssuePhaseLaw | None:
     fewer than two per blocks-per-SM count are recorded."""
     from scipy.optimize import least_squares
 
-    from .time import hidden_behind_others, overlapped_s
+    from .time import overlapped_s, work_phase
 
     launches = _launches(dev)
     counts = sorted({x.blocks_per_sm for x in launches})
@@ -100,8 +100,7 @@ def issue_phase_law(dev: DeviceSpec) -> IssuePhaseLaw | None:
         fit = law(p)
         out = []
         for x in launches:
-            phases = fit.phases(x.blocks_per_sm, x.load_s, x.issue_s)
-            work, exposed = phases or (x.issue_s, hidden_behind_others(x.blocks_per_sm))
+            work, exposed, _ = work_phase(x.blocks_per_sm, x.load_s, x.issue_s, x.issue_s, lambda: fit)
             out.append((overlapped_s(x.load_s, work, exposed) + x.rest_s) / x.measured_s - 1)
         return np.array(out)
 

@@ -4,6 +4,7 @@ at the loaded DRAM latency), barrier phases, and the launch. `predict` takes the
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from ..ceilings import Ceilings
 from ..devices import DeviceSpec
@@ -34,6 +35,17 @@ def hidden_behind_others(blocks_per_sm: int) -> float:
 def overlapped_s(load_s: float, work_s: float, exposed: float) -> float:
     """A barrier kernel's load and work phases: the longer, and the `exposed` share of the shorter."""
     return max(load_s, work_s) + min(load_s, work_s) * exposed
+
+
+def work_phase(blocks_per_sm: int, load_s: float, work_s: float, issue_s: float,
+               law: Callable[[], IssuePhaseLaw | None] | None = None
+               ) -> tuple[float, float, IssuePhaseLaw | None]:
+    """(work phase seconds, share of the shorter phase exposed, the phase law where it set them): the
+    law (fitted at its first use) where issue bounds the work phase and it outlasts the loads at the
+    law's share of the peak, else the work pipe's time and hidden_behind_others."""
+    fitted = law() if law and issue_s >= work_s else None
+    by_law = fitted.phases(blocks_per_sm, load_s, issue_s) if fitted else None
+    return (*by_law, fitted) if by_law else (work_s, hidden_behind_others(blocks_per_sm), None)
 
 
 def late_fills(ceil: Ceilings, below: Traffic) -> tuple[float, str]:
@@ -135,7 +147,7 @@ def dispatch_wait_s(ceil: Ceilings, blocks: int, busy_s: float, sms: int) -> tup
 
 
 def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float, blocks: int, sms: int,
-               law: IssuePhaseLaw | None = None) -> Term | None:
+               law: Callable[[], IssuePhaseLaw | None] | None = None) -> Term | None:
     """load -> barrier -> work in shared memory. The resident blocks of a wave start together and
     one DRAM latency per wave is exposed; a block's shorter phase hides behind the other blocks'
     longer phases (hidden_behind_others), and where the work phase is the longer, so does its wait at
@@ -151,15 +163,11 @@ def phase_term(ceil: Ceilings, terms: list[Term], occ: Occupancy, waves: float, 
         return None
     load_s, work_s = _load_and_work(terms)
     b = occ.blocks_per_sm
-    exposed = hidden_behind_others(b)
     rounds = math.ceil(waves)
-    wait_share = exposed if work_s > load_s else 1.0
+    wait_share = hidden_behind_others(b) if work_s > load_s else 1.0
     issue_s = next((t.time_s for t in terms if t.name == "issue"), 0.0)
-    by_law = law.phases(b, load_s, issue_s) if law and issue_s >= work_s else None
-    how = ""
-    if by_law:
-        work_s, exposed = by_law
-        how = f"; work issuing at {issue_s / work_s:.2f} of the peak between barriers ({law.source})"
+    work_s, exposed, used = work_phase(b, load_s, work_s, issue_s, law)
+    how = f"; work issuing at {issue_s / work_s:.2f} of the peak between barriers ({used.source})" if used else ""
     phased = overlapped_s(load_s, work_s, exposed) + rounds * lat.value * wait_share
     wait_s, busy = dispatch_wait_s(ceil, blocks, phased, sms) if rounds > 1 else (0.0, 0.0)
     phased += (rounds - 1) * wait_s
