@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1] / "reports" / "data" / "h100" / "chec
 def launches() -> pd.DataFrame:
     """Median CUDA-event time and ncu's DRAM reads per launch, with the card that ran it."""
     rows = []
-    for run in sorted(ROOT.iterdir()):
+    for run in sorted(p for p in ROOT.iterdir() if p.is_dir()):
         card = json.loads((run / "device.json").read_text())["gpu"]["uuid"]
         m = pd.read_csv(run / "measurements.csv.gz")
         n = pd.read_csv(run / "ncu.csv.gz")
