@@ -26,8 +26,7 @@ def launches(case: str = "matmul.coarsened", where: dict[str, int] | None = None
     predicted time, the DRAM share of the loads, the barrier rounds the model adds."""
     where = {"coarse": 8} if where is None else where
     suite = pd.read_csv(TABLES / "comparison.csv.gz").assign(set="suite")
-    held = [pd.read_csv(f).assign(set=f.name.split(".")[0], predicted=lambda t: t.predicted_now)
-            for f in sorted(TABLES.glob("h200_holdout*.csv.gz"))]
+    held = [pd.read_csv(f).assign(set=f.name.split(".")[0]) for f in sorted(TABLES.glob("h200_holdout*.csv.gz"))]
     t = pd.concat([suite, *held], ignore_index=True)
     t = t[(t.kind == "time") & (t.case == case)]
     t = t[t.params.map(lambda s: all(json.loads(s).get(k) == v for k, v in where.items()))]
