@@ -127,6 +127,10 @@ class Ceilings:
     partial_loss_probe: Ceiling | None = None  # where the law comes from; value: the bytes between losing half
     fabric_bytes_per_s: Ceiling | None = None  # reads crossing between the L2 partitions (models.fabric)
     fabric_half_line_bytes_per_s: Ceiling | None = None  # ... in 64-byte requests (two SMs read a line's halves)
+    # what a store stream cycling over its lines loses from L2 between its visits to a line (written back,
+    # then taken again): ((bytes of the lines it cycles over, share of the revisits), ...)
+    l2_store_loss_curve: tuple[tuple[float, float], ...] = ()
+    l2_store_loss_probe: Ceiling | None = None  # where the curve comes from; value: the footprint losing half
 
     def l2_loss(self, footprint_bytes: float, readers: str = "one", passes: int = 0) -> float | None:
         """The share of a re-read buffer L2 loses between passes, on average over `passes` (measured; None
@@ -150,6 +154,12 @@ class Ceilings:
             return totals[0][1]
         lost = np.interp(passes, [k for k, _ in totals], [(k - 1) * y for k, y in totals])
         return float(lost / (passes - 1))
+
+    def l2_store_loss(self, line_footprint_bytes: float) -> float | None:
+        """The share of a cyclic store stream's revisits L2 has lost (written the line back) since the
+        last visit, by the bytes of the lines it cycles over (measured, interpolated; the curve's ends
+        beyond it; None where not measured)."""
+        return _at(self.l2_store_loss_curve, line_footprint_bytes) if self.l2_store_loss_curve else None
 
     def piece_fill_share(self, moved_bytes: float) -> float:
         """The share of a piece-writing kernel's written bytes L2 fills and writes back twice (measured
@@ -320,6 +330,44 @@ def _l2_retention(data, case: str = "probe.l2_read", key: str = "l2_retention",
         + (f"; also at {', '.join(str(n) for n in sorted(by_passes))} passes" if by_passes else "")
         + (f"; pooled with {pooled} allocations of the same launches (perfmodel.allocation)" if pooled else ""),
         tuple(sorted(used)))}
+
+
+STORE_FOOTPRINTS = "store_footprints"  # reports/data/<device>/checks/: probe.store_lines cycling over its lines
+
+
+def _l2_store_loss(dev: DeviceSpec) -> dict[str, object]:
+    """probe.store_lines writing whole sectors over footprints of 8-256 MiB of lines, many visits each,
+    in the write-back pass (checks/store_footprints): every dirty line reaches DRAM once, during the
+    kernel or in the flush after it, so the write-backs beyond the first writes are the revisits L2 had
+    lost - their share of the revisits, by the bytes of the lines cycled over."""
+    from .measurements import DATA_DIR
+    from .suite.registry import get
+
+    data = load(STORE_FOOTPRINTS, DATA_DIR / dev.key / "checks")
+    wb = written_back(data)
+    sel = data[(data.case == "probe.store_lines") & data.case_id.isin(wb.index)].drop_duplicates("case_id")
+    pts, cases = [], []
+    for cid, params in zip(sel.case_id, sel.params, strict=True):
+        p = json.loads(params)
+        launch = get("probe.store_lines").launch(p)
+        if p["lines"] != 4:  # one whole sector of each of 4 lines a request
+            continue
+        writes = launch.blocks * launch.warps_per_block * p["passes"] * 4
+        first = min(p["footprint_lines"], writes)
+        if writes <= first:
+            continue
+        lost = (wb.written_bytes[cid] / 32 - first) / (writes - first)
+        pts.append((128.0 * p["footprint_lines"], min(max(float(lost), 0.0), 1.0)))
+        cases.append(cid)
+    if len(pts) < 4:
+        return {}
+    curve = tuple(sorted(pts))
+    half = float(np.interp(0.5, [y for _, y in curve], [x for x, _ in curve]))
+    return {"l2_store_loss_curve": curve, "l2_store_loss_probe": Ceiling(
+        "L2 store loss: bytes of lines a store stream cycles over that lose half its revisits", half, "B",
+        f"measured: probe.store_lines in the write-back pass at {len(curve)} footprints, "
+        f"{int(curve[0][0]) >> 20}-{int(curve[-1][0]) >> 20} MiB of lines (checks/{STORE_FOOTPRINTS})",
+        tuple(sorted(cases)))}
 
 
 def retention_by_run(data, case: str) -> dict[str, tuple[tuple[float, float], ...]]:
@@ -656,6 +704,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
         extra.update(_l2_retention(data, "probe.l2_read_split", "l2_split_retention",
                                    "a buffer each line's halves of which two other SMs read on each pass"))
         extra.update(_l2_piece_fills(data))
+        extra.update(_l2_store_loss(dev))
         extra.update(_partial_loss(data, times, dev))
         for key, case, what, match in (
                 ("barrier_round_idle_s", "probe.barrier_rounds", "one block per SM, no FMA chain",

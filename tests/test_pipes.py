@@ -11,7 +11,7 @@ from perfmodel.memory import Access, Launch, analyse, global_access
 from perfmodel.memory.coalescing import EXPECTED_PASSES
 from perfmodel.models.dram import dirty_at_end
 from perfmodel.models.l1 import L1Traffic, block_invariant, block_unique_chunks, edge_classes, l1_windowed_sectors
-from perfmodel.models.traffic import l2_requests
+from perfmodel.models.traffic import l2_requests, store_revisits
 
 
 def test_expected_fullest_bank_is_exact():
@@ -58,6 +58,22 @@ def test_l2_requests_hits_fills_and_read_modify_writes():
     assert (whole.write_fill, whole.write_rmw) == (1024, 0)
     merged = l2_requests(_l1(store_block_lines=128), 0, 1024, 1.0, 1 << 20, 60 << 20)
     assert merged.merged and merged.write_hit == 128
+
+
+def test_store_revisits_only_of_whole_sectors_written_again():
+    """A stream writing 1024 whole sectors, 256 distinct, over lines of one sector each: 768 revisits
+    over 32 KiB of lines; at a loss of 0.25 a revisit, 256 + 192 of the 1024 writes miss. Sectors written
+    in part (4 bytes), or each once, have none; nor has a device with no measured curve."""
+    whole = _l1(store_bytes=32 * 1024)
+    seen = []
+    r = store_revisits(whole, 256, lambda b: seen.append(b) or 0.25)
+    assert seen == [256 * 128] and (r.sectors, r.lost) == (768, 0.25)
+    assert r.lost_share(1024) == pytest.approx((256 + 192) / 1024)
+    req = l2_requests(whole, 0, 256, 0.0, 1 << 20, 60 << 20, lost_share=r.lost_share(1024))
+    assert (req.write_hit, req.write_lost, req.write_fill, req.writes) == (576, 448, 0, 1024)
+    assert store_revisits(_l1(), 256, lambda b: 0.25) is None  # 4-byte pieces
+    assert store_revisits(whole, 1024, lambda b: 0.25) is None  # each once
+    assert store_revisits(whole, 256, None) is None and store_revisits(whole, 256, lambda b: 0.0) is None
 
 
 def test_loaded_latency_by_bytes_in_flight_and_saturates_past_the_heaviest_stream():

@@ -376,11 +376,15 @@ def test_naive_transpose_fills_need_sectors_l2_does_not_hold():
         assert w[(2048, r, "again")] < 0.01 * 4 * 2048**2  # everything still in L2
 
 
-def test_cyclic_store_streams_past_half_the_l2_are_a_known_gap():
-    """checks/store_footprints: one sector per line, cycling over 8-256 MiB of lines. The revisits miss
-    once the footprint passes half the L2 - DRAM write-backs grow from ~0 to 94 % of the stores - which
-    the model (first writes only) does not count: its time is 26 % short at 128-256 MiB. Kept out of the
-    suite's comparison and asserted here, so that the gap stays visible until a model closes it."""
+def test_cyclic_store_streams_lose_their_revisits_along_the_measured_store_curve():
+    """checks/store_footprints: one sector per line, cycling over 8-256 MiB of lines. Past half the L2 the
+    revisits miss too - DRAM write-backs grow from ~0 to 94 % of the stores. The model reads that loss off
+    these launches (Ceilings.l2_store_loss, in sample) and times the stream as the slower of its write
+    requests at the hit rate and its misses at the fill rate (not fitted here: both rates come from the
+    suite's probe.store_lines, the law from the next test; its form checked on an H100,
+    tests/test_h100_store_loss.py). Within 5 % where the misses bind (64-256 MiB: first writes only, it was
+    26 % short at 128-256 MiB), within 13 % below, where 4 lines a request hit L2 faster than the 32-line
+    requests the hit rate is measured with (+6..+12 %)."""
     import pandas as pd
 
     folder = Path(__file__).parent.parent / "reports/data/h200/checks/store_footprints"
@@ -389,26 +393,28 @@ def test_cyclic_store_streams_past_half_the_l2_are_a_known_gap():
     lines = lambda ids: ids.str.extract(r"footprint_lines=(\d+)", expand=False).astype(int)  # noqa: E731
     w = ncu[(ncu.source == "ncu") & (ncu.metric == "dram__bytes_write.sum")].copy()
     w["mib"] = lines(w.case_id) * 128 / 2**20
-    stores = 1056 * 8 * 256 * 4 * 32  # warps x passes x lines a request x one sector
-    share = w.set_index("mib").value.sort_index() / stores
+    stores = 1056 * 8 * 256 * 4  # warps x passes x lines a request x one sector
+    share = w.set_index("mib").value.sort_index() / 32 / stores
     assert (share[share.index <= 16] < 0.01).all() and share[256] > 0.9
     assert share.is_monotonic_increasing
     t = events[(events.metric == "time_s") & (events.stat == "median")].copy()
     t["mib"] = lines(t.case_id) * 128 / 2**20
+    assert len(t) == 10
     for _, r in t.iterrows():
-        pred = perfmodel.predict("probe.store_lines", "h200", **json.loads(r.params)).time_s
-        err = pred / r.value - 1
-        assert (err < -0.2) if r.mib >= 128 else (abs(err) < 0.15), (r.case_id, err)
+        pred = perfmodel.predict("probe.store_lines", "h200", **json.loads(r.params))
+        err = pred.time_s / r.value - 1
+        assert abs(err) < (0.05 if r.mib >= 64 else 0.13), (r.case_id, err)
+        assert pred.bound == "l2_requests"
 
 
 def test_cyclic_store_streams_run_at_the_slower_of_their_hits_and_their_write_backs():
-    """Why the gap above: with ncu's own count of the sectors L2 wrote back (each a line L2 had lost
-    and had to take again), checks/store_footprints' time is the slower of its write requests at the
-    hit rate and those write-backs at the fill rate (Ceilings, measured by probe.store_lines) - within
-    9 % at all ten footprints. The sum of the two, the model's law for first writes, is 27-34 % long
-    at 40-64 MiB: where some revisits miss, the misses overlap the hits. The model counts no revisit
-    misses (it would need L2's loss curve for stores - softer than the read curve: 28 % lost at 32 MiB
-    of lines where reads lose none), so the gap stays."""
+    """The time law above, from the counters alone: with ncu's own count of the sectors L2 wrote back
+    (each a line L2 had lost and had to take again), checks/store_footprints' time is the slower of its
+    write requests at the hit rate and those write-backs at the fill rate (Ceilings, measured by
+    probe.store_lines) - within 9 % at all ten footprints. The sum of the two, the model's law for first
+    writes, is 27-34 % long at 40-64 MiB: where some revisits miss, the misses overlap the hits - the law
+    models.time takes for them, with the misses from L2's loss curve for stores (softer than the read
+    curve: 28 % lost at 32 MiB of lines where reads lose none)."""
     from perfmodel.ceilings import ceilings
 
     folder = Path(__file__).parent.parent / "reports/data/h200/checks/store_footprints"

@@ -239,7 +239,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
                      # their drift apart, as their recorded round clocks give it
                      replayed_hit_share(dev.key, case_name, p, l1_share * blocks_per_sm), merge,
                      # the naive kernel's L1s miss more at some k mod its unroll (its measured lines)
-                     naive_k_excess(dev, case_name, p))
+                     naive_k_excess(dev, case_name, p), ceil.l2_store_loss)
     dram, req = below.dram, below.requests
     if b_loss is None and (replayed := predicted_read_bytes(case_name, p, launch.grid, resident, dev.key)) is not None:
         # B between the L2 partitions: the recorded schedule replayed, not the linear share; where B's

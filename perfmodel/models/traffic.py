@@ -41,10 +41,11 @@ class L2Requests:
     write_rmw: float  # first writes to sectors written only in part: DRAM read-modify-write
     merged: bool  # stores combined across the block's warps before L2
     kept: float = 1.0  # share of the (store, line) pairs L1 passes on (the rest combined: l1_combines)
+    write_lost: float = 0.0  # a cyclic store stream's writes to lines L2 does not hold (first, or lost since)
 
     @property
     def writes(self) -> float:
-        return self.write_hit + self.write_fill + self.write_rmw
+        return self.write_hit + self.write_fill + self.write_rmw + self.write_lost
 
 
 def block_merged(l1: L1Traffic) -> bool:
@@ -63,7 +64,7 @@ def l1_combines(l1: L1Traffic, launch: Launch) -> bool:
 
 
 def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, partial_share: float,
-                footprint_bytes: float, l2_bytes: int, kept: float = 1.0) -> L2Requests:
+                footprint_bytes: float, l2_bytes: int, kept: float = 1.0, lost_share: float = 0.0) -> L2Requests:
     """Reads: the L2-bound sectors in the loads' own sectors-per-line. Writes: one per (store
     request, line) - or per distinct line of the block's warps at one store, for kernels without
     global loads, whose warps issue their stores together and L1 combines them (H200: 8 warps'
@@ -72,13 +73,47 @@ def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, par
     kernel writes sectors in part (the share of first writes that do). Measured on the naive
     transpose: its time steps up past 1024² and by 1984² (30.03 MiB), not at the whole L2 -
     1984²-2560² ran 5-13 % slower than the model without fills there, within 7 % with them
-    (reports/h200: transpose). `kept`: the share L1 passes on where it combines part (l1_combines)."""
+    (reports/h200: transpose). `kept`: the share L1 passes on where it combines part (l1_combines).
+    `lost_share`: of a store stream that revisits its sectors, the share of its writes that find the
+    line gone (store_revisits) - those, first writes included, are its misses."""
     read = l2_read_bytes / SECTOR_BYTES * (l1.load_lines / l1.load_sectors) if l1.load_sectors else 0.0
     merged = block_merged(l1)
     writes = float(l1.store_block_lines if merged else l1.store_lines * kept)
+    if lost_share > 0:
+        return L2Requests(read, writes * (1 - lost_share), 0.0, 0.0, merged, 1.0 if merged else kept,
+                          writes * lost_share)
     misses = min(writes, written_sectors) if footprint_bytes > l2_bytes else 0.0
     return L2Requests(read, writes - misses, misses * (1 - partial_share), misses * partial_share, merged,
                       1.0 if merged else kept)
+
+
+@dataclass(frozen=True)
+class StoreRevisits:
+    """Whole-sector stores that come back to sectors the kernel wrote before: how many sectors, over
+    how many bytes of lines they cycle, and the share of the revisits L2 has lost meanwhile."""
+
+    sectors: float
+    line_footprint_bytes: float
+    lost: float
+
+    def lost_share(self, store_sectors: float) -> float:
+        """The share of all the stores that miss: the first writes and the revisits L2 lost."""
+        return (store_sectors - self.sectors * (1 - self.lost)) / store_sectors
+
+
+def store_revisits(l1: L1Traffic, written_sectors: float,
+                   store_loss: Callable[[float], float | None] | None) -> StoreRevisits | None:
+    """The revisits of a kernel whose stores write whole sectors, `written_sectors` of them distinct,
+    over the lines those sectors lie in (the requests' lines per sector), with L2's measured loss
+    (Ceilings.l2_store_loss: probe.store_lines cycling over 8-256 MiB of lines, H200; the same curve
+    at 1.2x the footprint on an H100, whose L2 is 50 MiB to the H200's 60 - checks/store_footprints).
+    None where no sector is written twice, the stores write sectors in part, or no loss is known."""
+    revisits = l1.store_sectors - written_sectors
+    if store_loss is None or revisits <= 0 or l1.store_bytes != l1.store_sectors * SECTOR_BYTES:
+        return None
+    footprint = written_sectors * l1.store_lines / l1.store_sectors * 128
+    lost = store_loss(footprint)
+    return StoreRevisits(revisits, footprint, lost) if lost else None
 
 
 def l2_input_units(l1: L1Traffic, read_requests: float, merged: bool, kept: float = 1.0) -> float:
@@ -217,7 +252,8 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
              store_spread_blocks: np.ndarray | None = None, first_waves: tuple[np.ndarray, ...] = (),
              placements: tuple[Placement, ...] = (), b_loss: tuple[float, str] | None = None,
              replayed_hit_share: float | None = None, store_merge: tuple[float, float] = (1.0, 1.0),
-             l1_excess: tuple[float, str] | None = None) -> Traffic:
+             l1_excess: tuple[float, str] | None = None,
+             store_loss: Callable[[float], float | None] | None = None) -> Traffic:
     """L2 reads: the distinct sectors each block loads (L1 reuse inside a block; `varying_sectors`:
     the exact L1 sectors of the loads that differ by block, which the sampled reuse scales), less what
     co-resident blocks share in L1 - the `replayed_hit_share` of them where the launch's round clocks
@@ -231,7 +267,8 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     for sectors written in part past L2's capacity (`partial_lost`: the device's measured share lost
     by the traffic between two writers, whose store order spreads by `store_spread_blocks` where
     given; `partial_written_back`: the share written back before the second writer, one DRAM write
-    more each), and the matmul reuse model."""
+    more each), the revisits of a cyclic store stream that L2 lost (`store_loss`: by the bytes of the
+    lines cycled over, store_revisits), one DRAM write more each, and the matmul reuse model."""
     notes = []
     gran = dev.arch.dram_granule_bytes
     closed_form = compulsory != (0, 0)  # else: DRAM reads are the distinct granules the blocks read
@@ -287,6 +324,13 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         granules_read = chunks[0] * launch.blocks + shared_chunks[0]  # shared ones once: L2 holds them
         reads = int(granules_read * gran) if not math.isnan(granules_read) else l2_read
         compulsory = (reads, int(written * SECTOR_BYTES))  # sectors each block writes (shared ones twice)
+    revisits = None if partial else store_revisits(l1, written, store_loss)
+    if revisits:
+        compulsory = (compulsory[0], compulsory[1] + int(revisits.sectors * revisits.lost * SECTOR_BYTES))
+        notes.append(f"stores come back to {revisits.sectors:.3g} sectors over "
+                     f"{revisits.line_footprint_bytes / 2**20:.0f} MiB of lines: L2 has written "
+                     f"{100 * revisits.lost:.0f} % of them back since (measured: probe.store_lines cycling over "
+                     "its lines) and takes them again")
     rmw = 0
     if partial and compulsory[1] > dev.l2_bytes:
         # sectors written only in part and evicted during the kernel reach DRAM as read-modify-write:
@@ -311,7 +355,8 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
     comb = (store_combined(combining, accesses, launch, l1.store_sectors, l1.store_lines, waves, same_lines,
                            store_merge) if l1.load_requests else None)
     req = l2_requests(l1, l2_read, written, shape.partial_share if partial else 0.0, sum(compulsory), near,
-                      comb.request_share if comb else 1.0)
+                      comb.request_share if comb else 1.0,
+                      revisits.lost_share(l1.store_sectors) if revisits else 0.0)
     l2_write = int(l1.store_sectors * (comb.sector_share if comb else 1.0)) * SECTOR_BYTES
     if comb:
         what = ("neighbouring warps' stores meet in a sector" if comb.pattern == SEAMS else
