@@ -104,16 +104,17 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_read_bytes: fl
     read = req.read if req.writes > READ_ONLY_WRITE_SHARE * req.read else 0.0
     n = read + req.writes
     if hit and fill and rmw and n:
-        # a cyclic store stream's misses overlap its hits: the slower of all its requests at the hit rate
-        # and the misses at the fill rate (checks/store_footprints, H200 and H100: within 9 %; their sum,
-        # as for first writes, 27-34 % long where part of the revisits miss)
-        t = (max((read + req.write_hit + req.write_lost) / hit.value, req.write_lost / fill.value)
+        # a cyclic store stream's misses overlap its hits: the slower of all its sectors at the hit rate
+        # and the lines it misses at the fill rate (checks/store_footprints, H200 and H100: within 9 %;
+        # their sum, as for first writes, 27-34 % long where part of the revisits miss)
+        writes = req.cyclic_sectors or req.write_hit + req.write_lost
+        t = (max((read + writes) / hit.value, req.write_lost / fill.value)
              + req.write_fill / fill.value + req.write_rmw / rmw.value + fills[0])
         lost = (f"{req.write_lost:.3g} of them to lines L2 had written back, overlapped, at {fill.value / 1e9:.0f} "
                 "G/s; " if req.write_lost else "")
         terms.append(Term("l2_requests", t, n, n / t,
-                          f"{read:.3g} reads + {req.write_hit + req.write_lost:.3g} writes at {hit.value / 1e9:.0f} "
-                          f"G/s, {lost}"
+                          f"{read:.3g} reads + {writes:.3g} {'sectors' if req.cyclic_sectors else 'writes'} at "
+                          f"{hit.value / 1e9:.0f} G/s, {lost}"
                           f"{req.write_fill:.3g} sector fills at {fill.value / 1e9:.0f} G/s, {req.write_rmw:.3g} "
                           f"read-modify-writes at {rmw.value / 1e9:.0f} G/s (probe.store_lines){fills[1]}"))
     if ceil.l2_input_per_s and (units := l2_input_units(l1, req.read, req.merged, req.kept)):
