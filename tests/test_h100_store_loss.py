@@ -106,3 +106,23 @@ def test_the_h100_loses_revisits_by_the_lines_cycled_over_at_any_pass_count(run)
     few = new.passes == 64
     assert few.sum() == 2 and (by_lines[few].abs() < 0.03).all(), by_lines[few]
     assert len(new) == 14 and (by_lines.abs() < 0.05).all(), by_lines
+
+
+def test_l2_resident_store_cycles_go_by_their_sectors_on_the_h100_too():
+    """store_widths (plan experiments/plans/h100_store_widths.toml, run 20261206T100330Z, card
+    GPU-12e47656): 8 MiB of lines, 1-32 lines a request, 64 and 256 passes. By the (request, line) pairs
+    the model once counted, whole lines would take a quarter of 4 lines a request's time; they take 87-93 %
+    of it. Per sector the twelve launches lie within 33 % of each other (12.6-16.7 ps a sector: whole and half
+    lines cheapest, 4 lines a request between, the partial sectors of 8-32 most) - on the H200 the suite
+    has 1, 2 and 4 lines equal, 8-32 within 5 % of them."""
+    run = _read(CHECKS / "store_widths")
+    ncu = run[run.source == "ncu"].pivot_table(index="case_id", columns="metric", values="value")
+    t = run[(run.metric == "time_s") & (run.stat == "median")].set_index("case_id").value
+    p = run.drop_duplicates("case_id").set_index("case_id").params.map(json.loads)
+    per_sector = t / ncu.loc[t.index, "lts__t_sectors_srcunit_tex_op_write.sum"]
+    per_pair = t / ncu.loc[t.index, WRITES]
+    assert len(t) == 12 and per_sector.max() / per_sector.min() < 1.35, per_sector
+    for passes in (64, 256):
+        by = {p[c]["lines"]: c for c in t.index if p[c]["passes"] == passes}
+        assert 0.85 < t[by[1]] / t[by[4]] < 0.95
+        assert per_pair[by[1]] / per_pair[by[4]] > 3.4
