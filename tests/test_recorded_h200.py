@@ -382,9 +382,9 @@ def test_cyclic_store_streams_lose_their_revisits_along_the_measured_store_curve
     these launches (Ceilings.l2_store_loss, in sample) and times the stream as the slower of its write
     requests at the hit rate and its misses at the fill rate (not fitted here: both rates come from the
     suite's probe.store_lines, the law from the next test; its form checked on an H100,
-    tests/test_h100_store_loss.py). Within 5 % where the misses bind (64-256 MiB: first writes only, it was
-    26 % short at 128-256 MiB), within 13 % below, where 4 lines a request hit L2 faster than the 32-line
-    requests the hit rate is measured with (+6..+12 %)."""
+    tests/test_h100_store_loss.py), the hits' side at the whole-sector rate of the suite's L2-resident
+    cycle. Within 5 % where the misses bind (64-256 MiB: first writes only, it was 26 % short at 128-256
+    MiB), within 6 % below (-5.9 % at 48 MiB, where the two sides are nearly even)."""
     import pandas as pd
 
     folder = Path(__file__).parent.parent / "reports/data/h200/checks/store_footprints"
@@ -403,7 +403,7 @@ def test_cyclic_store_streams_lose_their_revisits_along_the_measured_store_curve
     for _, r in t.iterrows():
         pred = perfmodel.predict("probe.store_lines", "h200", **json.loads(r.params))
         err = pred.time_s / r.value - 1
-        assert abs(err) < (0.05 if r.mib >= 64 else 0.13), (r.case_id, err)
+        assert abs(err) < (0.05 if r.mib >= 64 else 0.065), (r.case_id, err)
         assert pred.bound == "l2_requests"
 
 
@@ -411,7 +411,8 @@ def test_l2_resident_store_cycles_take_their_time_by_the_sectors_not_the_lines(c
     """The suite's probe.store_lines at 8 MiB of lines, 64 passes: 1, 2 and 4 lines a request write the
     same 2.16 M sectors (in 0.54, 1.08 and 2.16 M request-line pairs) in the same time, 8-32 lines a request
     2-8x the sectors in 2-8x the time - 13.8-14.4 ns per thousand sectors. The model times a cyclic stream
-    by its sectors: each within 8 % (1 and 2 lines a request were -19 % by their pairs)."""
+    by its sectors, whole ones at the rate the 4-line launch gives (Ceilings.l2_write_sector_hits_per_s),
+    pieces at the 32-line one's: each within 2 % (1 and 2 lines a request were -19 % by their pairs)."""
     t = comparison[(comparison.case == "probe.store_lines") & (comparison.metric == "time_s")]
     t = t[t.params.map(lambda s: json.loads(s)["footprint_lines"] == 65536)]
     lines = t.params.map(lambda s: json.loads(s)["lines"])
@@ -419,7 +420,7 @@ def test_l2_resident_store_cycles_take_their_time_by_the_sectors_not_the_lines(c
     sectors = 1056 * 8 * 64 * lines.map(lambda n: max(n, 4))  # 4 sectors a request, or one a line past 4
     per_sector = t.measured / sectors
     assert per_sector.max() / per_sector.min() < 1.05, per_sector
-    assert (t.rel_error.abs() < 0.08).all(), describe(t)
+    assert (t.rel_error.abs() < 0.02).all(), describe(t)
 
 
 def test_cyclic_store_streams_run_at_the_slower_of_their_hits_and_their_write_backs():

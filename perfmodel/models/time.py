@@ -108,13 +108,15 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_read_bytes: fl
         # and the lines it misses at the fill rate (checks/store_footprints, H200 and H100: within 9 %;
         # their sum, as for first writes, 27-34 % long where part of the revisits miss)
         writes = req.cyclic_sectors or req.write_hit + req.write_lost
-        t = (max((read + writes) / hit.value, req.write_lost / fill.value)
+        # whole sectors, L2-resident, go faster than the 4-byte pieces the hit rate is measured with
+        whole = (ceil.l2_write_sector_hits_per_s or hit) if req.cyclic_sectors else hit
+        t = (max(read / hit.value + writes / whole.value, req.write_lost / fill.value)
              + req.write_fill / fill.value + req.write_rmw / rmw.value + fills[0])
         lost = (f"{req.write_lost:.3g} of them to lines L2 had written back, overlapped, at {fill.value / 1e9:.0f} "
                 "G/s; " if req.write_lost else "")
         terms.append(Term("l2_requests", t, n, n / t,
-                          f"{read:.3g} reads + {writes:.3g} {'sectors' if req.cyclic_sectors else 'writes'} at "
-                          f"{hit.value / 1e9:.0f} G/s, {lost}"
+                          f"{read:.3g} reads at {hit.value / 1e9:.0f} G/s + {writes:.3g} "
+                          f"{'sectors' if req.cyclic_sectors else 'writes'} at {whole.value / 1e9:.0f} G/s, {lost}"
                           f"{req.write_fill:.3g} sector fills at {fill.value / 1e9:.0f} G/s, {req.write_rmw:.3g} "
                           f"read-modify-writes at {rmw.value / 1e9:.0f} G/s (probe.store_lines){fills[1]}"))
     if ceil.l2_input_per_s and (units := l2_input_units(l1, req.read, req.merged, req.kept)):
