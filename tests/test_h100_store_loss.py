@@ -126,3 +126,27 @@ def test_l2_resident_store_cycles_go_by_their_sectors_on_the_h100_too():
         by = {p[c]["lines"]: c for c in t.index if p[c]["passes"] == passes}
         assert 0.85 < t[by[1]] / t[by[4]] < 0.95
         assert per_pair[by[1]] / per_pair[by[4]] > 3.4
+
+
+def test_whole_line_first_writes_are_held_by_the_same_per_sector_path_on_both_cards():
+    """store_first_writes (plan experiments/plans/h100_store_first_writes.toml, run 20261206T101650Z, card
+    GPU-dcfd86ae): first writes of 2 GiB of whole lines (one line a request) take 820 us on the H100 and
+    811 on the H200 (the suite's launch), whose DRAM is 1.4x as fast: 81.9 and 82.7 G sectors/s, within
+    5 % of the whole-sector rate the H200's L2-resident cycle gives (Ceilings.l2_write_sector_hits_per_s,
+    79 G/s) - the write path of the die both cards share, not their DRAM (the model's l2_write_sectors
+    term). One sector of each of 4 lines a request runs at the fill rate instead (36.9 G requests/s)."""
+    from perfmodel.measurements import load, median_times
+
+    run = _read(CHECKS / "store_first_writes")
+    ncu = run[run.source == "ncu"].pivot_table(index="case_id", columns="metric", values="value")
+    t = run[(run.metric == "time_s") & (run.stat == "median")].set_index("case_id").value
+    sectors = ncu.loc[t.index, "lts__t_sectors_srcunit_tex_op_write.sum"]
+    whole = "probe.store_lines[footprint_lines=16777216,lines=1,passes=1986]"
+    rate = ceilings("h200").l2_write_sector_hits_per_s.value
+    h200_s = median_times(load("h200"))[whole]
+    assert sectors[whole] == pytest.approx(16777216 * 4, rel=1e-4)  # each line once, 512 twice
+    for s in (t[whole], h200_s):
+        assert abs(sectors[whole] / s / rate - 1) < 0.05, sectors[whole] / s
+    assert abs(t[whole] / h200_s - 1) < 0.03
+    four = "probe.store_lines[footprint_lines=16777216,lines=4,passes=497]"
+    assert sectors[four] / t[four] < 0.5 * sectors[whole] / t[whole]
