@@ -83,7 +83,7 @@ class Ceilings:
     launch_s: Ceiling | None = None  # what CUDA events add to a kernel's own duration
     empty_launch_s: Ceiling | None = None  # events around one empty kernel
     l2_write_requests_per_s: Ceiling | None = None  # (store, line) requests that hit in L2
-    l2_write_sector_hits_per_s: Ceiling | None = None  # whole sectors a cyclic store stream writes, L2-resident
+    l2_write_sector_hits_per_s: Ceiling | None = None  # whole sectors stored, one at a time through L2's write path
     l2_write_fill_requests_per_s: Ceiling | None = None  # ... that allocate whole sectors missing in L2
     l2_write_rmw_requests_per_s: Ceiling | None = None  # ... that miss with sectors written in part
     l2_input_per_s: Ceiling | None = None  # crossbar transfers into the L2 slices (traffic.l2_input_units)
@@ -350,9 +350,9 @@ def _l2_store_loss(dev: DeviceSpec) -> dict[str, object]:
     pts, cases = [], []
     for cid, params in zip(sel.case_id, sel.params, strict=True):
         p = json.loads(params)
-        launch = get("probe.store_lines").launch(p)
         if p["lines"] != 4:  # one whole sector of each of 4 lines a request
             continue
+        launch = get("probe.store_lines").launch(p)
         writes = launch.blocks * launch.warps_per_block * p["passes"] * 4
         first = min(p["footprint_lines"], writes)
         if writes <= first:
@@ -693,7 +693,8 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
 
             if (m := measured("probe.store_lines", whole_sector_hits)):
                 extra["l2_write_sector_hits_per_s"] = Ceiling(
-                    "L2 write hits to whole sectors (a store stream cycling over its lines, L2-resident)", m[0],
+                    "whole sectors stored, through L2's write path (a store stream cycling over its lines, "
+                    "L2-resident)", m[0],
                     "1/s", f"measured: {m[1]}, start-up and drain taken out", (m[1],))
         for key, cases, what in (("fabric_bytes_per_s", ("probe.l2_read", "probe.l2_read_shared"), "whole lines"),
                                  ("fabric_half_line_bytes_per_s", ("probe.l2_read_split",), "64-byte halves")):

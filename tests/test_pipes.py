@@ -63,8 +63,7 @@ def test_l2_requests_hits_fills_and_read_modify_writes():
 def test_store_revisits_only_of_whole_sectors_written_again():
     """A stream writing 1024 whole sectors, 256 distinct, over lines of one sector each: 768 revisits
     over 32 KiB of lines; at a loss of 0.25 a revisit, 256 + 192 of the 1024 writes miss. Sectors written
-    in part (4 bytes), or each once, have none; nor has a device with no measured curve. All 1024 sectors
-    load L2's write path."""
+    in part (4 bytes), or each once, have none; nor has a device with no measured curve."""
     whole = _l1(store_bytes=32 * 1024)
     seen = []
     r = store_revisits(whole, 256, lambda b: seen.append(b) or 0.25)
@@ -72,7 +71,6 @@ def test_store_revisits_only_of_whole_sectors_written_again():
     assert r.lost_share(1024) == pytest.approx((256 + 192) / 1024)
     req = l2_requests(whole, 0, 256, 0.0, 1 << 20, 60 << 20, lost_share=r.lost_share(1024))
     assert (req.write_hit, req.write_lost, req.write_fill, req.writes) == (576, 448, 0, 1024)
-    assert req.cyclic_sectors == 1024  # all its sectors go through L2's write path
     assert store_revisits(whole, 256, lambda b: 0.0).lost_share(1024) == 0.25  # L2-resident: the first writes
     assert store_revisits(_l1(), 256, lambda b: 0.25) is None  # 4-byte pieces
     assert store_revisits(whole, 1024, lambda b: 0.25) is None  # each once

@@ -404,7 +404,7 @@ def test_cyclic_store_streams_lose_their_revisits_along_the_measured_store_curve
         pred = perfmodel.predict("probe.store_lines", "h200", **json.loads(r.params))
         err = pred.time_s / r.value - 1
         assert abs(err) < (0.05 if r.mib >= 64 else 0.065), (r.case_id, err)
-        assert pred.bound == "l2_requests"
+        assert pred.bound in ("l2_requests", "l2_write_sectors")  # misses, or all the sectors
 
 
 def test_l2_resident_store_cycles_take_their_time_by_the_sectors_not_the_lines(comparison):

@@ -20,7 +20,7 @@ from .traffic import L2Requests, Traffic, l2_input_units
 IN_SM = ("fp32", "fp64", "l1", "l1_tag", "issue")  # pipes inside the SM: bound per wave of resident blocks
 READ_ONLY_WRITE_SHARE = 0.01  # write requests per read request below which a kernel counts as only reading
 # bounds that stream through the memory system
-OUTSIDE_SM = ("dram", "latency", "l2", "l2_requests", "l2_input", "fabric", "blocks")
+OUTSIDE_SM = ("dram", "latency", "l2", "l2_requests", "l2_write_sectors", "l2_input", "fabric", "blocks")
 
 
 def hidden_behind_others(blocks_per_sm: int) -> float:
@@ -103,22 +103,28 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_read_bytes: fl
     # >= 140 G/s, twice that rate (h200_split_lines) - and the crossbar term (l2_input) charges its reads
     read = req.read if req.writes > READ_ONLY_WRITE_SHARE * req.read else 0.0
     n = read + req.writes
+    whole = ceil.l2_write_sector_hits_per_s
+    sectors = (l2_write_bytes / SECTOR_BYTES if whole and l1.store_sectors
+               and l1.store_bytes == l1.store_sectors * SECTOR_BYTES else 0.0)  # stores of whole sectors
     if hit and fill and rmw and n:
-        # a cyclic store stream's misses overlap its hits: the slower of all its sectors at the hit rate
-        # and the lines it misses at the fill rate (checks/store_footprints, H200 and H100: within 9 %;
-        # their sum, as for first writes, 27-34 % long where part of the revisits miss)
-        writes = req.cyclic_sectors or req.write_hit + req.write_lost
-        # whole sectors, L2-resident, go faster than the 4-byte pieces the hit rate is measured with
-        whole = (ceil.l2_write_sector_hits_per_s or hit) if req.cyclic_sectors else hit
-        t = (max(read / hit.value + writes / whole.value, req.write_lost / fill.value)
-             + req.write_fill / fill.value + req.write_rmw / rmw.value + fills[0])
-        lost = (f"{req.write_lost:.3g} of them to lines L2 had written back, overlapped, at {fill.value / 1e9:.0f} "
-                "G/s; " if req.write_lost else "")
+        misses = req.write_fill / fill.value + req.write_rmw / rmw.value + fills[0]
+        # a cyclic store stream's misses overlap its hits: the slower of its sectors at the whole-sector rate
+        # (l2_write_sectors) and the lines it misses at the fill rate (checks/store_footprints, H200 and
+        # H100: within 9 %; their sum, as for first writes, 27-34 % long where part of the revisits miss)
+        if req.write_lost and sectors:
+            t = read / hit.value + req.write_lost / fill.value + misses
+        else:
+            t = max((read + req.write_hit + req.write_lost) / hit.value, req.write_lost / fill.value) + misses
+        lost = (f"{req.write_lost:.3g} to lines L2 had written back or not yet taken at {fill.value / 1e9:.0f} G/s "
+                "(a cyclic stream: its hits overlapped); " if req.write_lost else "")
         terms.append(Term("l2_requests", t, n, n / t,
-                          f"{read:.3g} reads at {hit.value / 1e9:.0f} G/s + {writes:.3g} "
-                          f"{'sectors' if req.cyclic_sectors else 'writes'} at {whole.value / 1e9:.0f} G/s, {lost}"
+                          f"{read:.3g} reads + {req.write_hit:.3g} writes at {hit.value / 1e9:.0f} G/s, {lost}"
                           f"{req.write_fill:.3g} sector fills at {fill.value / 1e9:.0f} G/s, {req.write_rmw:.3g} "
                           f"read-modify-writes at {rmw.value / 1e9:.0f} G/s (probe.store_lines){fills[1]}"))
+    if sectors:
+        terms.append(Term("l2_write_sectors", sectors / whole.value, sectors, whole.value,
+                          f"whole sectors stored, each in turn through L2's write path ({whole.source}; "
+                          "the suite's L2-resident store cycles take as long a sector at 1-4 lines a request)"))
     if ceil.l2_input_per_s and (units := l2_input_units(l1, req.read, req.merged, req.kept)):
         r = ceil.l2_input_per_s.value
         terms.append(Term("l2_input", units / r, units, r,

@@ -42,7 +42,6 @@ class L2Requests:
     merged: bool  # stores combined across the block's warps before L2
     kept: float = 1.0  # share of the (store, line) pairs L1 passes on (the rest combined: l1_combines)
     write_lost: float = 0.0  # a cyclic store stream's writes to lines L2 does not hold (first, or lost since)
-    cyclic_sectors: float = 0.0  # ... and all the sectors it writes: L2 takes each one in turn, whole lines too
 
     @property
     def writes(self) -> float:
@@ -76,16 +75,13 @@ def l2_requests(l1: L1Traffic, l2_read_bytes: float, written_sectors: float, par
     1984²-2560² ran 5-13 % slower than the model without fills there, within 7 % with them
     (reports/h200: transpose). `kept`: the share L1 passes on where it combines part (l1_combines).
     `lost_share`: of a store stream that revisits its sectors (store_revisits), the share of its writes
-    that find the line gone - those, first writes included, are its misses - and its sectors are its
-    load on L2's write path: the suite's L2-resident cycles (8 MiB of lines, 64 passes) take 14.3-14.4 ns
-    per thousand sectors at 1, 2, 4, 8 and 16 lines a request, 13.8 at 32, however many lines the
-    sectors come in."""
+    that find the line gone - those, first writes included, are its misses."""
     read = l2_read_bytes / SECTOR_BYTES * (l1.load_lines / l1.load_sectors) if l1.load_sectors else 0.0
     merged = block_merged(l1)
     writes = float(l1.store_block_lines if merged else l1.store_lines * kept)
     if lost_share > 0:
         return L2Requests(read, writes * (1 - lost_share), 0.0, 0.0, merged, 1.0 if merged else kept,
-                          writes * lost_share, float(l1.store_sectors))
+                          writes * lost_share)
     misses = min(writes, written_sectors) if footprint_bytes > l2_bytes else 0.0
     return L2Requests(read, writes - misses, misses * (1 - partial_share), misses * partial_share, merged,
                       1.0 if merged else kept)
