@@ -324,7 +324,9 @@ def below_l1(dev: DeviceSpec, accesses: list[Access], launch: Launch, l1: L1Traf
         granules_read = chunks[0] * launch.blocks + shared_chunks[0]  # shared ones once: L2 holds them
         reads = int(granules_read * gran) if not math.isnan(granules_read) else l2_read
         compulsory = (reads, int(written * SECTOR_BYTES))  # sectors each block writes (shared ones twice)
-    revisits = None if partial else store_revisits(l1, written, store_loss)
+    # the distinct sectors written: the closed form's where there is one (the sampled blocks' count
+    # falls short of it in grid-stride kernels: probe.copy's 0.1 % would read as revisits)
+    revisits = None if partial else store_revisits(l1, compulsory[1] / SECTOR_BYTES, store_loss)
     if revisits and revisits.lost:
         compulsory = (compulsory[0], compulsory[1] + int(revisits.sectors * revisits.lost * SECTOR_BYTES))
         notes.append(f"stores come back to {revisits.sectors:.3g} sectors over "
