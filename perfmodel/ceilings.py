@@ -336,6 +336,12 @@ def _l2_retention(data, case: str = "probe.l2_read", key: str = "l2_retention",
 STORE_FOOTPRINTS = "store_footprints"  # reports/data/<device>/checks/: probe.store_lines cycling over its lines
 
 
+def _line_writes(case, p: dict) -> int:
+    """probe.store_lines' (request, line) writes: every warp, every pass, `lines` lines a request."""
+    launch = case.launch(p)
+    return launch.blocks * launch.warps_per_block * p["passes"] * p["lines"]
+
+
 def _l2_store_loss(dev: DeviceSpec) -> dict[str, object]:
     """probe.store_lines writing whole sectors over footprints of 8-256 MiB of lines, many visits each,
     in the write-back pass (checks/store_footprints): every dirty line reaches DRAM once, during the
@@ -352,8 +358,7 @@ def _l2_store_loss(dev: DeviceSpec) -> dict[str, object]:
         p = json.loads(params)
         if p["lines"] != 4:  # one whole sector of each of 4 lines a request
             continue
-        launch = get("probe.store_lines").launch(p)
-        writes = launch.blocks * launch.warps_per_block * p["passes"] * 4
+        writes = _line_writes(get("probe.store_lines"), p)
         first = min(p["footprint_lines"], writes)
         if writes <= first:
             continue
@@ -661,8 +666,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
             def pick(c, p, t):
                 if p["lines"] != lines or (p["footprint_lines"] * 128 <= dev.l2_bytes) != resident:
                     return None
-                launch = c.launch(p)
-                writes = launch.blocks * launch.warps_per_block * p["passes"] * lines
+                writes = _line_writes(c, p)
                 if not resident and writes > 1.05 * p["footprint_lines"]:
                     return None  # past L2 the rates are of first writes: each line written once
                 return writes / t
@@ -686,8 +690,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
             extra["stream_startup_s"] = startup
 
             def whole_sector_hits(c, p, t):  # cycling L2-resident, one whole sector of each of 4 lines a request
-                launch = c.launch(p)
-                sectors = launch.blocks * launch.warps_per_block * p["passes"] * 4
+                sectors = _line_writes(c, p)
                 cyclic = p["lines"] == 4 and p["footprint_lines"] * 128 <= dev.l2_partition_bytes
                 return sectors / (t - startup.value) if cyclic and sectors > p["footprint_lines"] else None
 

@@ -39,6 +39,11 @@ class L1Traffic:
     load_tag_wavefronts: int = 0  # L1 tag stage
     store_tag_wavefronts: int = 0
 
+    @property
+    def whole_sector_stores(self) -> bool:
+        """Every sector a store request touches, it writes whole (none in part)."""
+        return bool(self.store_sectors) and self.store_bytes == self.store_sectors * SECTOR_BYTES
+
 
 def l1_traffic(accesses: list[Access], counts: list[AccessCount]) -> L1Traffic:
     """Totals of the accesses' counts (perfmodel.memory.analyse of each, in order)."""

@@ -104,8 +104,7 @@ def pipe_terms(dev: DeviceSpec, ceil: Ceilings, l1: L1Traffic, l2_read_bytes: fl
     read = req.read if req.writes > READ_ONLY_WRITE_SHARE * req.read else 0.0
     n = read + req.writes
     whole = ceil.l2_write_sector_hits_per_s
-    sectors = (l2_write_bytes / SECTOR_BYTES if whole and l1.store_sectors
-               and l1.store_bytes == l1.store_sectors * SECTOR_BYTES else 0.0)  # stores of whole sectors
+    sectors = l2_write_bytes / SECTOR_BYTES if whole and l1.whole_sector_stores else 0.0
     if hit and fill and rmw and n:
         misses = req.write_fill / fill.value + req.write_rmw / rmw.value + fills[0]
         # a cyclic store stream's misses overlap its hits: the slower of its sectors at the whole-sector rate

@@ -21,7 +21,7 @@ import numpy as np
 from ..coresidency import CoResidency, Placement
 from ..devices import DeviceSpec
 from ..memory import Access, Launch
-from ..memory.coalescing import SECTOR_BYTES
+from ..memory.coalescing import LINE_BYTES, SECTOR_BYTES
 from ..memory.pattern import BLOCK_VARS, _Bound
 from . import placed
 from .combining import SEAMS, WARP_SEAMS, StoreCombining, store_combined
@@ -109,9 +109,9 @@ def store_revisits(l1: L1Traffic, written_sectors: float,
     at 1.2x the footprint on an H100, whose L2 is 50 MiB to the H200's 60 - checks/store_footprints).
     None where no sector is written twice, the stores write sectors in part, or no loss is known."""
     revisits = l1.store_sectors - written_sectors
-    if store_loss is None or revisits <= 0 or l1.store_bytes != l1.store_sectors * SECTOR_BYTES:
+    if store_loss is None or revisits <= 0 or not l1.whole_sector_stores:
         return None
-    footprint = written_sectors * l1.store_lines / l1.store_sectors * 128
+    footprint = written_sectors * l1.store_lines / l1.store_sectors * LINE_BYTES
     lost = store_loss(footprint)
     return None if lost is None else StoreRevisits(revisits, footprint, lost)
 
