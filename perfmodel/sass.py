@@ -38,6 +38,9 @@ class Function:
     name: str
     instructions: int  # up to the last EXIT (the padding after it never runs)
     regions: tuple[Region, ...]
+    # global loads issued inside a round's work (after a barrier and a shared load, before the next
+    # barrier): the compiler moved a later round's load up, so its round trip runs under this work
+    loads_in_work: int = 0
 
 
 def parse(text: str) -> dict[str, Function]:
@@ -85,7 +88,22 @@ def _function(name: str, rows: list[tuple[int, str, str]]) -> Function:
         else:
             depth = sum(1 for lo in loops if lo[0] <= key[0] and key[1] <= lo[1])
             regions.append(Region(key[0], key[1], depth, n, kinds))
-    return Function(name, len(rows), tuple(sorted(regions, key=lambda r: r.start)))
+    return Function(name, len(rows), tuple(sorted(regions, key=lambda r: r.start)), _loads_in_work(rows))
+
+
+def _loads_in_work(rows: list[tuple[int, str, str]]) -> int:
+    """Global loads between a barrier's shared loads and the next barrier (in address order)."""
+    barrier = shared = False
+    found = 0
+    for _, op, _ in rows:
+        kind = KINDS.get(op.split(".")[0])
+        if op.startswith("BAR"):
+            barrier, shared = True, False
+        elif kind == "shared_ld":
+            shared = True
+        elif kind == "global_ld" and barrier and shared:
+            found += 1
+    return found
 
 
 @functools.cache

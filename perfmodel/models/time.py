@@ -237,16 +237,17 @@ def latency_term(ceil: Ceilings, l1: L1Traffic, dram: DramEstimate, load_bytes: 
                 f"(DRAM latency under this load: {ceil.loaded_latency_source or 'idle chase'}){refill}{fills[1]}")
 
 
-def barrier_rounds_term(ceil: Ceilings, rounds: int, blocks_per_sm: int, exposed_s: float | None) -> Term | None:
+def barrier_rounds_term(ceil: Ceilings, rounds: int, blocks_per_sm: int, exposed_s: float | None,
+                        how: str | None = None) -> Term | None:
     """At every barrier a block waits for its next tiles. With one or two blocks per SM the SM
     idles for what probe.barrier_rounds / probe.barrier_waves measured a round to cost beyond its
-    work (`exposed_s`); otherwise one L2 round trip, hidden behind the other B - 1 resident blocks'
-    work. Added to the slowest in-SM pipe."""
+    work (`exposed_s`, `how` it was found where not so); otherwise one L2 round trip, hidden behind
+    the other B - 1 resident blocks' work. Added to the slowest in-SM pipe."""
     if exposed_s is not None:
         who = "alone on an SM" if blocks_per_sm == 1 else f"{blocks_per_sm} blocks per SM"
         return Term("barrier", rounds * exposed_s, rounds, 1 / exposed_s,
                     f"{rounds} load-barrier rounds x {exposed_s * 1e9:.0f} ns, the round's cost beyond its work "
-                    f"({who}, probe.barrier_rounds / barrier_waves), added")
+                    f"({who}, {how or 'probe.barrier_rounds / barrier_waves'}), added")
     l2_lat = ceil.latency_l2_s
     if not l2_lat:
         return None
