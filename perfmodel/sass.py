@@ -41,6 +41,7 @@ class Function:
     # global loads issued inside a round's work (after a barrier and a shared load, before the next
     # barrier): the compiler moved a later round's load up, so its round trip runs under this work
     loads_in_work: int = 0
+    barriers: int = 0  # BAR instructions: two a load -> barrier -> work -> barrier round
 
 
 def parse(text: str) -> dict[str, Function]:
@@ -88,7 +89,8 @@ def _function(name: str, rows: list[tuple[int, str, str]]) -> Function:
         else:
             depth = sum(1 for lo in loops if lo[0] <= key[0] and key[1] <= lo[1])
             regions.append(Region(key[0], key[1], depth, n, kinds))
-    return Function(name, len(rows), tuple(sorted(regions, key=lambda r: r.start)), _loads_in_work(rows))
+    return Function(name, len(rows), tuple(sorted(regions, key=lambda r: r.start)), _loads_in_work(rows),
+                    sum(op.startswith("BAR") for _, op, _ in rows))
 
 
 def _loads_in_work(rows: list[tuple[int, str, str]]) -> int:

@@ -1205,9 +1205,11 @@ def test_block_alone_on_its_sm_pays_the_measured_round(comparison):
 def test_two_blocks_on_an_sm_pay_the_measured_round_per_tile(comparison):
     """probe.barrier_waves, two blocks per SM over 8 waves: a round of both costs beyond its work
     about twice as much loading two tiles a round as one (H200: 72 and 144 ns) - less than one wave
-    started together exposes. Charged linear in the tiles a block loads a round, COARSE 2 and 4 (1.5
-    and 1.25 tiles) are within 6 % in the suite (+4..+8 % under one L2 latency a round), COARSE 1 and
-    TILE 32 (two tiles) within 5 %."""
+    started together exposes. COARSE 1 and TILE 32 (two tiles a round) within 5 %. COARSE 2 and 4 load
+    B's later tiles inside the work of the round before (SASS): those rounds expose nothing, the first of
+    every C pays the two-tile round (`hoisted_pair_round_s`) - within 4.1 %, MAPE 1.4 and 1.6 % (were +1..+5 %,
+    MAPE 3.0 % each, charged the round of the 1.5 and 1.25 tiles they load on average; +4..+8 % under one L2
+    latency a round)."""
     from perfmodel.models import round_exposed_s
 
     one, two = (round_exposed_s(device("h200"), 2, 32, tiles) for tiles in (1, 2))
@@ -1215,7 +1217,8 @@ def test_two_blocks_on_an_sm_pay_the_measured_round_per_tile(comparison):
     t = comparison[comparison.kind == "time"]
     coarse = param(t[t.case.eq("matmul.coarsened")], "coarse")
     c24 = t[t.case.eq("matmul.coarsened")][coarse.isin([2, 4])]
-    assert len(c24) >= 15 and c24.rel_error.abs().max() < 0.06, describe(c24)
+    assert len(c24) >= 15 and c24.rel_error.abs().max() < 0.045, describe(c24)
+    assert c24.rel_error.abs().mean() < 0.02, describe(c24)
     two_tiles = t[(t.case.eq("matmul.coarsened") & t.case_id.str.contains("coarse=1,"))
                   | (t.case.eq("matmul.tiled") & t.case_id.str.contains("tile=32"))]
     assert len(two_tiles) >= 15 and two_tiles.rel_error.abs().max() < 0.05, describe(two_tiles)
