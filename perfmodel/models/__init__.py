@@ -221,6 +221,24 @@ def hoisted_pair_round_s(dev: DeviceSpec, chain_fmas: float, tiles: float, hoist
                             f"{round_s * 1e9:.0f} ns")
 
 
+def round_cost_s(dev: DeviceSpec, blocks_per_sm: int, chain_fmas: float, tiles: float, hoisted: float = 0.0,
+                 dram_share: float = 0.0) -> tuple[float, str | None] | None:
+    """What a load -> barrier -> compute round costs beyond its work on an SM, with how it was found (None:
+    the measured round, `round_exposed_s`). `hoisted`: the share of rounds whose load the compiler issued
+    inside the work of the round before (SASS), charged `hoisted_round_s` alone on an SM (with
+    `dram_share`, the share of tile sweeps DRAM serves) and `hoisted_pair_round_s` at two blocks an SM.
+    None beyond two blocks an SM: there the others' work hides the round (`barrier_rounds_term`)."""
+    if blocks_per_sm not in ROUND_PAIRS:
+        return None
+    if hoisted:
+        law = (hoisted_round_s(dev, dram_share) if blocks_per_sm == 1
+               else hoisted_pair_round_s(dev, chain_fmas, tiles, hoisted))
+        if law:
+            return law
+    plain = round_exposed_s(dev, blocks_per_sm, chain_fmas, tiles)
+    return None if plain is None else (plain, None)
+
+
 @functools.lru_cache(maxsize=4096)
 def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...], barriers: bool = True,
              placed: bool = True, issue_law: bool = True) -> Prediction:
@@ -361,15 +379,10 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         rounds = max(launch.blocks * per_block, 1)
         chain = flops / (2 * launch.threads_per_block * rounds)  # dependent FMAs per thread per round
         tiles = l1.load_requests / (launch.warps_per_block * rounds)  # tiles a block loads per round
-        exposed = round_exposed_s(dev, blocks_per_sm, chain, tiles)
-        how = None
-        if exposed is not None and fn and fn.loads_in_work and fn.barriers and case.model == "matmul":
-            if blocks_per_sm == 1:  # the next tile's load inside the work: the chain runs under it
-                hoisted = hoisted_round_s(dev, sweep_miss_share(dev, launch, p, dram.read_bytes))
-            else:
-                hoisted = hoisted_pair_round_s(dev, chain, tiles, fn.loads_in_work / (fn.barriers / 2))
-            if hoisted:
-                exposed, how = hoisted
+        # loads the compiler issued inside the work before their round (SASS); the sweep share is matmul's
+        hoisted = fn.loads_in_work / (fn.barriers / 2) if fn and fn.barriers and case.model == "matmul" else 0.0
+        share = sweep_miss_share(dev, launch, p, compulsory[0], dram.read_bytes) if hoisted else 0.0
+        exposed, how = round_cost_s(dev, blocks_per_sm, chain, tiles, hoisted, share) or (None, None)
         added = barrier_rounds_term(ceil, math.ceil(waves) * per_block, blocks_per_sm, exposed, how)
         if added:
             terms.append(added)

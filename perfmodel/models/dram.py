@@ -35,11 +35,13 @@ def group_bytes(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> floa
     return b_bytes + rows * launch.block[1] * params["k"] * 4
 
 
-def sweep_miss_share(dev: DeviceSpec, launch: Launch, params: dict[str, int], dram_read_bytes: float) -> float:
+def sweep_miss_share(dev: DeviceSpec, launch: Launch, params: dict[str, int], compulsory_read: float,
+                     dram_read_bytes: float) -> float:
     """The share of a matmul's tile sweeps that wait on DRAM: its DRAM reads over A read once and B once
-    per group (`matmul_b_streams`); a group's blocks read each tile together, so one miss holds them all."""
+    per group (`matmul_b_streams`; A as in `dram_traffic`, the compulsory reads less B); a group's blocks
+    read each tile together, so one miss holds them all."""
     b_bytes, streams = matmul_b_streams(dev, launch, params)
-    return min(dram_read_bytes / (4 * params["m"] * params["k"] + b_bytes * streams), 1.0)
+    return min(dram_read_bytes / (compulsory_read + b_bytes * (streams - 1)), 1.0)
 
 
 def b_loss_from_reads(read_bytes: float, a_bytes: float, b_bytes: float, streams: float) -> float:
