@@ -99,7 +99,8 @@ def test_hoisted_round_law_out_of_sample(held):
     """COARSE 8's rounds (one block per SM, its next tile loaded inside the work: the idle round and the
     DRAM latency's excess for the sweeps DRAM serves, `models.hoisted_round_s`, added 2026-12-06 from
     the probes; only its 16 suite launches looked at): its 56 held-out launches over 24 sets were
-    -10..+14 % under the chain's round (MAPE 6.6 %, 11 past 10 %), now -4..+10 % (MAPE 3.2 %). COARSE 2 and
+    -10..+14 % under the chain's round (MAPE 6.6 %, 11 past 10 %), -4..+10 % with the launch's average
+    sweep share (MAPE 3.2 %), now -4..+8 % with the share averaged over its waves (MAPE 2.7 %). COARSE 2 and
     4 (two blocks an SM; only the first of every C rounds loads after its barrier, `hoisted_pair_round_s`):
     their 50 and 74 held-out launches were -1..+5 % (MAPE 2.4 and 3.5 %), now within 4.1 % (1.1 and 1.2 %)."""
     name, _, _, t = held
@@ -108,7 +109,7 @@ def test_hoisted_round_law_out_of_sample(held):
     if not coarse.isin([2, 4, 8]).any():
         pytest.skip(f"{name}: no COARSE 2, 4 or 8")
     c8, c24 = rows[coarse == 8], rows[coarse.isin([2, 4])]
-    assert (c8.rel_error_now.abs() < 0.10).all(), (name, c8[["case_id", "rel_error", "rel_error_now"]])
+    assert (c8.rel_error_now.abs() < 0.08).all(), (name, c8[["case_id", "rel_error", "rel_error_now"]])
     assert (c24.rel_error_now.abs() < 0.045).all(), (name, c24[["case_id", "rel_error", "rel_error_now"]])
 
 

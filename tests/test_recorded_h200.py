@@ -1174,8 +1174,10 @@ def test_block_alone_on_its_sm_pays_the_measured_round(comparison):
     one; both define the barrier term of kernels with one block per SM. COARSE 8 (one block per SM) loads
     its next B tile inside the round's work (SASS), so the chain runs while the load is in flight: its
     round costs the idle round, and a round whose tiles DRAM serves the DRAM latency's excess over L2's
-    more (`hoisted_round_s`). Charged the chain's round instead, its suite launches were +7 % where L2
-    holds the tiles, -9 % where they come from DRAM (MAPE 6.1 %); now MAPE 3.8 %, all within 9 % - and the
+    more (`hoisted_round_s`), for the share of the sweeps DRAM serves averaged over the waves (a partial
+    last wave finds B in L2: the launch's average share had the 1.2-wave launches +8 %). Charged the chain's
+    round instead, its suite launches were +7 % where L2 holds the tiles, -9 % where they come from DRAM
+    (MAPE 6.1 %); the launch's average share, MAPE 3.8 %, all within 9 %; now MAPE 2.5 %, within 4 % - and the
     two-blocks-per-SM probe rounds, which the model charges one L2 latency, within 16 % (15 % until the
     L1 hits between the two blocks were counted: the L1 tag stage's misses fell 9 %, and WORK 0's time
     with them, -13.9 -> -15.6 %). Part of what is left is measured, not modelled: the warp schedulers
@@ -1195,8 +1197,8 @@ def test_block_alone_on_its_sm_pays_the_measured_round(comparison):
     two = probe[probe.case_id.str.contains("blocks_per_sm=2")]
     assert len(two) == 4 and (two.kind == "time").all() and two.rel_error.abs().max() < 0.16, describe(two)
     c8 = t[t.case_id.str.contains("coarse=8")]
-    assert len(c8) >= 10 and c8.rel_error.abs().max() <= 0.09, describe(c8)
-    assert c8.rel_error.abs().mean() < 0.045, describe(c8)
+    assert len(c8) >= 10 and c8.rel_error.abs().max() <= 0.05, describe(c8)
+    assert c8.rel_error.abs().mean() < 0.03, describe(c8)
     assert all("next tile loaded inside the work" in
                next(b.note for b in perfmodel.predict("matmul.coarsened", "h200", **json.loads(params)).breakdown
                     if b.name == "barrier") for params in c8.params)
