@@ -81,8 +81,8 @@ REASONS: list[tuple[str, str, str]] = [
     ("time_s", "matmul.coarsened", "COARSE 8, one block per SM: its warps wait on shared loads' results (plan "
                                    "h200_stalls_matmul); it loads its next tile inside the round's work (SASS), "
                                    "so a round costs the idle round plus the DRAM latency's excess for the tile "
-                                   "sweeps DRAM serves (models.hoisted_round_s) - still +3.5 % on average where "
-                                   "DRAM serves under 3 % of its loads"),
+                                   "sweeps DRAM serves, a wave's mean (models.hoisted_round_s) - still +3.0 % on "
+                                   "average where DRAM serves under 3 % of its loads"),
     ("time_s", "probe.barrier_rounds", "two blocks an SM in one wave: the warp schedulers favour one, which ends "
                                        "its rounds 1.36-1.65x sooner, and the other runs on alone - the launch "
                                        "takes 8.5-8.8 % longer than an even share of the SM (measured, "
