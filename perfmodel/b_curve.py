@@ -2,7 +2,7 @@
 (experiments/b_curve.sh): TILE 16 at m = k = 1920 - a shape family in no suite or held-out set - with B
 from 23 to 56 MiB, a few allocations a size under ncu (their median: where the arrays lie moves the count,
 perfmodel.allocation). A point's loss is what its DRAM reads say of B's re-reads: (reads - A) / B - 1 over
-the streams - 1 re-reads (models.dram.matmul_b_streams).
+the streams - 1 re-reads (models.dram.matmul_operands).
 
 Measured 2026-12-02 (cards GPU-e6adbd78, GPU-c9770d01): TILE 16 loses B along one curve whatever m and k -
 five families (m, k = 1024-3072) within ~0.05 of it up to 42 MiB - rising from ~5 % at 30 MiB to ~55 % at
@@ -59,9 +59,9 @@ JUMP_FROM_BYTES, JUMP_TO_BYTES = 40 << 20, 47 << 20  # where a shape's jump may 
 
 def points(device: str = "h200", folder: str = CURVES) -> pd.DataFrame:
     """One row per recorded shape: case, tile, coarse, m, n, k, share (`straddle_share`), b_bytes, group_bytes
-    (`models.dram.group_bytes`), streams (`models.dram.matmul_b_streams`), allocations, read_bytes (their
+    (`models.dram.group_bytes`), streams (`models.dram.matmul_operands`), allocations, read_bytes (their
     median), spread ((max - min) / median) and loss (B's per re-read)."""
-    from .models.dram import b_loss_from_reads, group_bytes, matmul_b_streams
+    from .models.dram import b_loss_from_reads, group_bytes, matmul_operands
     from .suite.registry import get
 
     dev = lookup(device)
@@ -70,9 +70,8 @@ def points(device: str = "h200", folder: str = CURVES) -> pd.DataFrame:
     for (case, params), g in a.groupby(["case", "params"], sort=False):
         p = json.loads(params)
         launch = get(case).launch(p)
-        b_bytes, streams = matmul_b_streams(dev, launch, p)
+        a_bytes, b_bytes, streams = matmul_operands(dev, launch, p)
         read = float(g.read_bytes.median())
-        a_bytes = 4 * p["m"] * p["k"]
         tile = p.get("tile", launch.block[0])  # the naive kernel: its block's width
         rows.append(dict(case=case, tile=tile, coarse=p.get("coarse", 1), m=p["m"], n=p["n"], k=p["k"],
                          share=straddle_share(tile, p["n"]), b_bytes=b_bytes,

@@ -89,23 +89,22 @@ def _function(name: str, rows: list[tuple[int, str, str]]) -> Function:
         else:
             depth = sum(1 for lo in loops if lo[0] <= key[0] and key[1] <= lo[1])
             regions.append(Region(key[0], key[1], depth, n, kinds))
-    return Function(name, len(rows), tuple(sorted(regions, key=lambda r: r.start)), _loads_in_work(rows),
-                    sum(op.startswith("BAR") for _, op, _ in rows))
+    return Function(name, len(rows), tuple(sorted(regions, key=lambda r: r.start)), *_barrier_rounds(rows))
 
 
-def _loads_in_work(rows: list[tuple[int, str, str]]) -> int:
-    """Global loads between a barrier's shared loads and the next barrier (in address order)."""
-    barrier = shared = False
-    found = 0
+def _barrier_rounds(rows: list[tuple[int, str, str]]) -> tuple[int, int]:
+    """(global loads between a barrier's shared loads and the next barrier, barriers), in address order."""
+    barriers = found = 0
+    shared = False
     for _, op, _ in rows:
         kind = KINDS.get(op.split(".")[0])
         if op.startswith("BAR"):
-            barrier, shared = True, False
+            barriers, shared = barriers + 1, False
         elif kind == "shared_ld":
             shared = True
-        elif kind == "global_ld" and barrier and shared:
+        elif kind == "global_ld" and barriers and shared:
             found += 1
-    return found
+    return found, barriers
 
 
 @functools.cache

@@ -103,7 +103,7 @@ def test_held_out_tile16_follows_its_own_curve():
     from perfmodel.ceilings import ceilings
     from perfmodel.devices import device
     from perfmodel.l2replay import held_out_band
-    from perfmodel.models.dram import matmul_b_streams, swept_footprint
+    from perfmodel.models.dram import matmul_operands, swept_footprint
     from perfmodel.suite.registry import get
 
     plans = Path(__file__).resolve().parents[1] / "experiments" / "plans"
@@ -114,7 +114,7 @@ def test_held_out_tile16_follows_its_own_curve():
     dev, ceil = device("h200"), ceilings("h200")
     rows = []
     for p, measured in held:
-        b, streams = matmul_b_streams(dev, get("matmul.tiled").launch(p), p)
+        _, b, streams = matmul_operands(dev, get("matmul.tiled").launch(p), p)
         rule = 4 * p["m"] * p["k"] + b * (1 + (streams - 1) * ceil.l2_loss(swept_footprint(b)))
         rows.append(dict(late=p in late, own=abs(perfmodel.predict("matmul.tiled", dev, **p).dram_read_bytes
                                                   / measured - 1), stream=abs(rule / measured - 1)))
@@ -166,17 +166,17 @@ def _losses(folder: str) -> pd.DataFrame:
     import json
 
     from perfmodel.allocation import allocations
-    from perfmodel.models.dram import b_loss_from_reads, matmul_b_streams
+    from perfmodel.models.dram import b_loss_from_reads, matmul_operands
     from perfmodel.suite.registry import get
 
     a = allocations("h200", folder)
     rows = []
     for r in a.itertuples():
         p = json.loads(r.params)
-        b, streams = matmul_b_streams(perfmodel.device("h200"), get(r.case).launch(p), p)
+        a, b, streams = matmul_operands(perfmodel.device("h200"), get(r.case).launch(p), p)
         for got in (r.first_bytes, r.second_bytes):
             rows.append({"m": p["m"], "n": p["n"], "k": p["k"], "mib": b / 2**20,
-                         "loss": b_loss_from_reads(got, 4 * p["m"] * p["k"], b, streams)})
+                         "loss": b_loss_from_reads(got, a, b, streams)})
     return pd.DataFrame(rows)
 
 

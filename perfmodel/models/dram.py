@@ -20,35 +20,34 @@ class DramEstimate:
     note: str
 
 
-def matmul_b_streams(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> tuple[int, float]:
-    """B's bytes (k x n floats) and how many times the blocks stream it: B is shared by every block
+def matmul_operands(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> tuple[int, int, float]:
+    """A's bytes (m x k floats), B's (k x n) and how many times the blocks stream B: B is shared by every block
     row; blocks launched together, one per SM, share each B slice in L2, later residency slots run
     staggered and do not (seen on the H200: tiled/coarsened matmul at 4096, TILE 16 and 32, COARSE
     1-8) - so once per group of max(SMs, blocks per row) consecutive blocks."""
-    return 4 * params["k"] * params["n"], max(1.0, launch.blocks / max(dev.sm_count, launch.grid[0]))
+    return (4 * params["m"] * params["k"], 4 * params["k"] * params["n"],
+            max(1.0, launch.blocks / max(dev.sm_count, launch.grid[0])))
 
 
 def group_bytes(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> float:
-    """What L2 takes in between two groups' reads of one B slice (`matmul_b_streams`' groups, each sweeping
+    """What L2 takes in between two groups' reads of one B slice (`matmul_operands`' groups, each sweeping
     all of B): B, and the A strips of one group's block rows (a block's rows of k floats a row of blocks)."""
-    b_bytes, _ = matmul_b_streams(dev, launch, params)
+    _, b_bytes, _ = matmul_operands(dev, launch, params)
     rows = min(launch.blocks, max(dev.sm_count, launch.grid[0])) / launch.grid[0]
     return b_bytes + rows * launch.block[1] * params["k"] * 4
 
 
-def sweep_miss_share(dev: DeviceSpec, launch: Launch, params: dict[str, int], compulsory_read: float,
-                     dram_read_bytes: float) -> float:
+def sweep_miss_share(dev: DeviceSpec, launch: Launch, params: dict[str, int], dram_read_bytes: float) -> float:
     """The share of a matmul's tile sweeps that wait on DRAM, one block an SM, averaged over the waves its
     rounds run in (each wave's rounds take as long, however many blocks it has). A group of blocks
-    (`matmul_b_streams`) reads each tile together, so one miss holds them all: the first group reads its
+    (`matmul_operands`) reads each tile together, so one miss holds them all: the first group reads its
     A strips and B from DRAM, a later one its own A strips and what L2 has lost of B (`b_loss_from_reads`
     of the DRAM reads), each share over the A strips and B columns that group sweeps. So a partial last
     wave after full ones finds most of B in L2 (COARSE 8 at 1.1-1.2 waves: +8..+10 % on the launch's
     average share, +2 % so)."""
-    b_bytes, streams = matmul_b_streams(dev, launch, params)
+    a_bytes, b_bytes, streams = matmul_operands(dev, launch, params)
     if streams == 1.0:
-        return min(dram_read_bytes / compulsory_read, 1.0)
-    a_bytes = compulsory_read - b_bytes
+        return min(dram_read_bytes / (a_bytes + b_bytes), 1.0)
     loss = min(max(b_loss_from_reads(dram_read_bytes, a_bytes, b_bytes, streams), 0.0), 1.0)
     group = max(dev.sm_count, launch.grid[0])
     waves, weighted = 0, 0.0
@@ -127,7 +126,7 @@ def own_loss(dev: DeviceSpec, case: str, launch: Launch, params: dict[str, int],
     from ..naive_curve import CASE, naive_loss
 
     if swept(case, params):
-        return swept_loss(dev, params, matmul_b_streams(dev, launch, params)[0], pass_loss)
+        return swept_loss(dev, params, matmul_operands(dev, launch, params)[1], pass_loss)
     if case == CASE:
         return naive_loss(dev, launch, params)
     return coarse_loss(dev, launch, params) if case == "matmul.coarsened" else None
@@ -166,7 +165,7 @@ def with_split_lines(read_bytes: float, write_bytes: int, note: str, dev: Device
     share = split_row_share(case, params)
     if not share:
         return DramEstimate(int(read_bytes), write_bytes, note)
-    b_bytes, streams = matmul_b_streams(dev, launch, params)
+    _, b_bytes, streams = matmul_operands(dev, launch, params)
     factor = split_line_factor(loss(b_bytes, "split"), loss(b_bytes, "shared"), share)
     again = max(0.0, read_bytes - compulsory_read)  # the cap never takes the replay's own re-reads (of A too) away
     return DramEstimate(int(compulsory_read + min(again * factor, max(again, (streams - 1) * b_bytes))), write_bytes,
@@ -194,8 +193,7 @@ def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: 
     if family != "matmul":
         return DramEstimate(read, write, once)
     # matmul: each group of blocks streams B again, where L2 has lost it
-    b_bytes, streams = matmul_b_streams(dev, launch, params)
-    a_bytes = read - b_bytes
+    a_bytes, b_bytes, streams = matmul_operands(dev, launch, params)
     miss = reread_miss(dev, b_bytes) if b_loss is None else b_loss[0]
     if streams == 1.0 or miss == 0.0:
         return DramEstimate(read, write, once)

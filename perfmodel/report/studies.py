@@ -249,7 +249,7 @@ def _retention_figure(dev, table, data, ceil, folder: Path) -> str:
     stream's retention curve, the shared and split readers' curves of each run that swept them
     (at least 10 sizes) and the model's line."""
     from ..ceilings import retention_by_run
-    from ..models.dram import b_loss_from_reads, matmul_b_streams, reread_miss, swept_loss
+    from ..models.dram import b_loss_from_reads, matmul_operands, reread_miss, swept_loss
     from ..suite.registry import get
 
     rows = table[table.case.str.startswith(("matmul.tiled", "matmul.corner", "matmul.coarsened"))
@@ -257,9 +257,9 @@ def _retention_figure(dev, table, data, ceil, folder: Path) -> str:
     pts = []
     for r in rows.itertuples():
         p = get(r.case).bind(**json.loads(r.params))
-        b, streams = matmul_b_streams(dev, get(r.case).launch(p), p)
+        a, b, streams = matmul_operands(dev, get(r.case).launch(p), p)
         if streams > 2 and 8 << 20 <= b <= 96 << 20:
-            lost = b_loss_from_reads(r.measured, 4 * p["m"] * p["k"], b, streams)
+            lost = b_loss_from_reads(r.measured, a, b, streams)
             variant = r.case.split(".")[1] + (f" {p['coarse']}" if "coarse" in p else f" {p['tile']}")
             variant += ", B's rows off the 128-byte lines" if 4 * p["n"] % LINE_BYTES else ""
             pts.append(dict(mib=b / 2**20, lost=lost, variant=variant))
