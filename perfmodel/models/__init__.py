@@ -228,7 +228,9 @@ def round_cost_s(dev: DeviceSpec, blocks_per_sm: int, chain_fmas: float, tiles: 
     """What a load -> barrier -> compute round costs beyond its work on an SM, with how it was found (None:
     the measured round, `round_exposed_s`). `hoisted`: the share of rounds whose load the compiler issued
     inside the work of the round before (SASS), charged `hoisted_round_s` alone on an SM (with
-    `dram_share`, the share of tile sweeps DRAM serves) and `hoisted_pair_round_s` at two blocks an SM.
+    `dram_share`, the share of tile sweeps DRAM serves) - every round, whatever the share: charging COARSE 8's
+    one round in eight that loads after its barrier the chain's round fit worse (FINDINGS) - and
+    `hoisted_pair_round_s` (by the share) at two blocks an SM.
     None beyond two blocks an SM: there the others' work hides the round (`barrier_rounds_term`)."""
     if blocks_per_sm not in ROUND_PAIRS:
         return None
