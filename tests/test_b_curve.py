@@ -114,8 +114,8 @@ def test_held_out_tile16_follows_its_own_curve():
     dev, ceil = device("h200"), ceilings("h200")
     rows = []
     for p, measured in held:
-        _, b, streams = matmul_operands(dev, get("matmul.tiled").launch(p), p)
-        rule = 4 * p["m"] * p["k"] + b * (1 + (streams - 1) * ceil.l2_loss(swept_footprint(b)))
+        a, b, streams = matmul_operands(dev, get("matmul.tiled").launch(p), p)
+        rule = a + b * (1 + (streams - 1) * ceil.l2_loss(swept_footprint(b)))
         rows.append(dict(late=p in late, own=abs(perfmodel.predict("matmul.tiled", dev, **p).dram_read_bytes
                                                   / measured - 1), stream=abs(rule / measured - 1)))
     t = pd.DataFrame(rows)
@@ -173,10 +173,10 @@ def _losses(folder: str) -> pd.DataFrame:
     rows = []
     for r in a.itertuples():
         p = json.loads(r.params)
-        a, b, streams = matmul_operands(perfmodel.device("h200"), get(r.case).launch(p), p)
+        a_bytes, b, streams = matmul_operands(perfmodel.device("h200"), get(r.case).launch(p), p)
         for got in (r.first_bytes, r.second_bytes):
             rows.append({"m": p["m"], "n": p["n"], "k": p["k"], "mib": b / 2**20,
-                         "loss": b_loss_from_reads(got, a, b, streams)})
+                         "loss": b_loss_from_reads(got, a_bytes, b, streams)})
     return pd.DataFrame(rows)
 
 

@@ -20,20 +20,25 @@ class DramEstimate:
     note: str
 
 
+def group_blocks(dev: DeviceSpec, launch: Launch) -> int:
+    """The consecutive blocks that stream one B slice together (`matmul_operands`): max(SMs, blocks per row)."""
+    return max(dev.sm_count, launch.grid[0])
+
+
 def matmul_operands(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> tuple[int, int, float]:
     """A's bytes (m x k floats), B's (k x n) and how many times the blocks stream B: B is shared by every block
     row; blocks launched together, one per SM, share each B slice in L2, later residency slots run
     staggered and do not (seen on the H200: tiled/coarsened matmul at 4096, TILE 16 and 32, COARSE
     1-8) - so once per group of max(SMs, blocks per row) consecutive blocks."""
     return (4 * params["m"] * params["k"], 4 * params["k"] * params["n"],
-            max(1.0, launch.blocks / max(dev.sm_count, launch.grid[0])))
+            max(1.0, launch.blocks / group_blocks(dev, launch)))
 
 
 def group_bytes(dev: DeviceSpec, launch: Launch, params: dict[str, int]) -> float:
     """What L2 takes in between two groups' reads of one B slice (`matmul_operands`' groups, each sweeping
     all of B): B, and the A strips of one group's block rows (a block's rows of k floats a row of blocks)."""
     _, b_bytes, _ = matmul_operands(dev, launch, params)
-    rows = min(launch.blocks, max(dev.sm_count, launch.grid[0])) / launch.grid[0]
+    rows = min(launch.blocks, group_blocks(dev, launch)) / launch.grid[0]
     return b_bytes + rows * launch.block[1] * params["k"] * 4
 
 
@@ -49,7 +54,7 @@ def sweep_miss_share(dev: DeviceSpec, launch: Launch, params: dict[str, int], dr
     if streams == 1.0:
         return min(dram_read_bytes / (a_bytes + b_bytes), 1.0)
     loss = min(max(b_loss_from_reads(dram_read_bytes, a_bytes, b_bytes, streams), 0.0), 1.0)
-    group = max(dev.sm_count, launch.grid[0])
+    group = group_blocks(dev, launch)
     waves, weighted = 0, 0.0
     for first in range(0, launch.blocks, group):
         blocks = min(group, launch.blocks - first)
@@ -200,7 +205,7 @@ def dram_traffic(dev: DeviceSpec, compulsory: tuple[int, int], resident_blocks: 
     times = 1 + (streams - 1) * miss
     return DramEstimate(int(a_bytes + times * b_bytes), write,
                         f"B ({b_bytes / 2**20:.0f} MiB) read {times:.1f} times: {streams:.1f} groups of "
-                        f"{max(dev.sm_count, launch.grid[0])} consecutive blocks, each missing {100 * miss:.0f} % "
+                        f"{group_blocks(dev, launch)} consecutive blocks, each missing {100 * miss:.0f} % "
                         f"of it in L2" + (f" ({b_loss[1]})" if b_loss else ""))
 
 
