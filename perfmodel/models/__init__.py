@@ -296,8 +296,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
     if b_loss is None and (replayed := predicted_read_bytes(case_name, p, launch.grid, resident, dev.key)) is not None:
         # B between the L2 partitions: the recorded schedule replayed, not the linear share; where B's
         # pitch splits its lines between two blocks, L2 loses more of them (the split probe's ratio)
-        dram = with_split_lines(replayed[0], dram.write_bytes, replayed[1], dev, launch, case_name, p,
-                                compulsory[0], ceil.l2_loss)
+        dram = with_split_lines(replayed[0], dram.write_bytes, replayed[1], dev, launch, case_name, p, ceil.l2_loss)
         notes.extend(n for n in below.notes if n != below.dram.note)
         notes.append(dram.note)
     else:

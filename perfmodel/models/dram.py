@@ -161,8 +161,7 @@ SPLIT_FLOOR = 0.01  # a point of loss: the ratio of two curves that both lose ~n
 
 
 def with_split_lines(read_bytes: float, write_bytes: int, note: str, dev: DeviceSpec, launch: Launch, case: str,
-                     params: dict[str, int], compulsory_read: float,
-                     loss: Callable[..., float | None]) -> DramEstimate:
+                     params: dict[str, int], loss: Callable[..., float | None]) -> DramEstimate:
     """The replay's DRAM reads (whole lines) with B's re-reads scaled by split_line_factor where B's
     pitch splits its rows' lines between two blocks, capped at every group re-reading all of B (or at the
     replay's own re-reads, where they pass that: A lost as well);
@@ -170,10 +169,10 @@ def with_split_lines(read_bytes: float, write_bytes: int, note: str, dev: Device
     share = split_row_share(case, params)
     if not share:
         return DramEstimate(int(read_bytes), write_bytes, note)
-    _, b_bytes, streams = matmul_operands(dev, launch, params)
+    a_bytes, b_bytes, streams = matmul_operands(dev, launch, params)
     factor = split_line_factor(loss(b_bytes, "split"), loss(b_bytes, "shared"), share)
-    again = max(0.0, read_bytes - compulsory_read)  # the cap never takes the replay's own re-reads (of A too) away
-    return DramEstimate(int(compulsory_read + min(again * factor, max(again, (streams - 1) * b_bytes))), write_bytes,
+    again = max(0.0, read_bytes - a_bytes - b_bytes)  # the cap never takes the replay's own re-reads (of A too) away
+    return DramEstimate(int(a_bytes + b_bytes + min(again * factor, max(again, (streams - 1) * b_bytes))), write_bytes,
                         f"{note}; x{factor:.2f} on the re-reads: {100 * share:.0f} % of B's rows straddle two lines, "
                         "lost as the split probe loses them against whole lines")
 
