@@ -392,8 +392,7 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
                       " one bank delivers; exact against ncu's data-stage counter where loads hit), shared and global "
                       "wavefronts share the pipe, plus, for the tiled kernels, one L2 latency per load-barrier round "
                       "that hides behind the other B - 1 resident blocks, or, with one or two blocks per SM, the "
-                      "round's cost the barrier-round probes measured beyond its work (alone: 237 ns with matmul's "
-                      "32-FMA chain; two over many waves: 72 ns a round of both per tile loaded, 144 with two). The "
+                      "round's cost the barrier-round probes measured beyond its work (" + _round_costs(dev) + "). The "
                       "naive kernels' 16x16 blocks put two rows in a warp: at k = 1024 their A loads conflict 2-way and"
                       " the column-major B loads 16-way (18 wavefronts per step, measured 18). At k = 1000 the same "
                       "kernel is bound by L1's tag stage instead: 16 lines 31.25 lines apart land in 4 hashed tag banks"
@@ -449,6 +448,18 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
             levels=[(full * 1e9, f"probe.barrier_rounds, {ROUND_CHAIN_FMAS}-FMA chain (the model)"),
                     (idle * 1e9, "probe.barrier_rounds, no chain")])))
     return page
+
+
+def _round_costs(dev: DeviceSpec) -> str:
+    """The measured rounds the matmul prose quotes, read from the device's recorded probes."""
+    ns = [None if v is None else f"{v * 1e9:.0f} ns" for v in (
+        round_exposed_s(dev, 1, ROUND_CHAIN_FMAS, 1), round_exposed_s(dev, 1, 0, 1),
+        round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 1), round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 2))]
+    if None in ns:
+        return f"not recorded on {dev.name}"
+    return (f"alone: {ns[0]} with matmul's {ROUND_CHAIN_FMAS}-FMA chain, {ns[1]} where the compiler issues the"
+            f" next load inside the work (SASS), plus DRAM's latency over L2's for the sweeps DRAM serves; two"
+            f" over many waves: {ns[2]} a round of both with one tile loaded, {ns[3]} with two")
 
 
 def _rounds_alone(dev, table) -> pd.DataFrame | None:
