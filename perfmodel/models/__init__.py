@@ -179,9 +179,9 @@ def round_exposed_s(dev: DeviceSpec, blocks_per_sm: int, chain_fmas: float, tile
     """A load -> barrier -> compute round's cost beyond its work on an SM, as probe.barrier_rounds and
     probe.barrier_waves measured it. One block per SM: the tiles' L2 round trip and the dependent
     multiply-add chain (`chain_fmas` per thread) the last warp still runs when the others are done,
-    linear in the chain between the two measured rounds (H200: 113 and 237 ns). Two blocks per SM,
-    once later waves start them apart: per round of both, linear in the `tiles` a block loads a round
-    between one and two (H200: 72 and 144 ns). None otherwise."""
+    linear in the chain between the two measured rounds. Two blocks per SM, once later waves start them
+    apart: per round of both, linear in the `tiles` a block loads a round between one and two (the
+    report's matmul page quotes all four). None otherwise."""
     if blocks_per_sm not in ROUND_PAIRS:
         return None
     low, high = (_round_exposed_s(dev, key) for key in ROUND_PAIRS[blocks_per_sm])

@@ -439,27 +439,36 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
     page.figures.append(("coarsening sweep", figures.lines(
         c[c.m >= 2048], "coarse", [("predicted", "-", "predicted"), ("measured", "o", "measured")],
         folder / "matmul_coarsening.png", "Coarsening sweep", "COARSE_FACTOR", "s", group="m", logy=True)))
-    if (rounds := _rounds_alone(dev, table)) is not None:
-        idle, full = round_exposed_s(dev, 1, 0, 1), round_exposed_s(dev, 1, ROUND_CHAIN_FMAS, 1)
+    if (rounds := _rounds_alone(dev, table)) is not None and (r := measured_rounds(dev)) is not None:
         page.figures.append(("rounds alone on an SM", figures.lines(
             rounds, "footprint_mib", [("exposed_ns", "o", "measured")], folder / "matmul_rounds_alone.png",
             "One block per SM: a round's time beyond the model's work", "A + B (MiB)", "ns per round",
             group="variant", logx=True,
-            levels=[(full * 1e9, f"probe.barrier_rounds, {ROUND_CHAIN_FMAS}-FMA chain (the model)"),
-                    (idle * 1e9, "probe.barrier_rounds, no chain")])))
+            levels=[(r["chain_s"] * 1e9, f"probe.barrier_rounds, {ROUND_CHAIN_FMAS}-FMA chain (the model where"
+                                         " loads wait for the barrier)"),
+                    (r["idle_s"] * 1e9, "probe.barrier_rounds, no chain (the model where the next load is"
+                                        " hoisted, plus DRAM's share)")])))
     return page
 
 
+def measured_rounds(dev: DeviceSpec) -> dict[str, float] | None:
+    """The barrier rounds the matmul page quotes and draws, from the device's recorded probes: alone on an
+    SM with matmul's chain and without it (the idle round), two an SM with one tile a round and two."""
+    r = {"chain_s": round_exposed_s(dev, 1, ROUND_CHAIN_FMAS, 1), "idle_s": round_exposed_s(dev, 1, 0, 1),
+         "pair_s": round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 1),
+         "pair_two_tiles_s": round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 2)}
+    return None if None in r.values() else r
+
+
 def _round_costs(dev: DeviceSpec) -> str:
-    """The measured rounds the matmul prose quotes, read from the device's recorded probes."""
-    ns = [None if v is None else f"{v * 1e9:.0f} ns" for v in (
-        round_exposed_s(dev, 1, ROUND_CHAIN_FMAS, 1), round_exposed_s(dev, 1, 0, 1),
-        round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 1), round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 2))]
-    if None in ns:
+    """The measured rounds in the matmul prose."""
+    if (r := measured_rounds(dev)) is None:
         return f"not recorded on {dev.name}"
-    return (f"alone: {ns[0]} with matmul's {ROUND_CHAIN_FMAS}-FMA chain, {ns[1]} where the compiler issues the"
-            f" next load inside the work (SASS), plus DRAM's latency over L2's for the sweeps DRAM serves; two"
-            f" over many waves: {ns[2]} a round of both with one tile loaded, {ns[3]} with two")
+    ns = {k: f"{v * 1e9:.0f} ns" for k, v in r.items()}
+    return (f"alone: {ns['chain_s']} with matmul's {ROUND_CHAIN_FMAS}-FMA chain, {ns['idle_s']} where the compiler"
+            f" issues the next load inside the work (SASS), plus DRAM's latency over L2's for the sweeps DRAM"
+            f" serves; two over many waves: {ns['pair_s']} a round of both with one tile loaded,"
+            f" {ns['pair_two_tiles_s']} with two")
 
 
 def _rounds_alone(dev, table) -> pd.DataFrame | None:
