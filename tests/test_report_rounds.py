@@ -1,0 +1,26 @@
+"""The matmul page's barrier rounds: read from the device's recorded probes, never typed in."""
+
+from perfmodel.ceilings import ROUND_CHAIN_FMAS
+from perfmodel.devices import device
+from perfmodel.models import round_exposed_s
+from perfmodel.report.studies import _round_costs, measured_rounds
+
+
+def test_the_prose_quotes_the_rounds_the_figure_draws():
+    """The prose and the 'rounds alone on an SM' figure's levels come from one place (measured_rounds),
+    which reads probe.barrier_rounds and probe.barrier_waves through round_exposed_s."""
+    h200 = device("h200")
+    r = measured_rounds(h200)
+    assert r is not None
+    assert r["chain_s"] == round_exposed_s(h200, 1, ROUND_CHAIN_FMAS, 1)
+    assert r["idle_s"] == round_exposed_s(h200, 1, 0, 1)
+    assert r["idle_s"] < r["chain_s"] and r["pair_s"] < r["pair_two_tiles_s"], r
+    prose = _round_costs(h200)
+    for key in ("chain_s", "idle_s", "pair_s", "pair_two_tiles_s"):
+        assert f"{r[key] * 1e9:.0f} ns" in prose, (key, prose)
+
+
+def test_a_device_without_the_probes_says_so():
+    h100 = device("h100")
+    assert measured_rounds(h100) is None
+    assert _round_costs(h100) == f"not recorded on {h100.name}"
