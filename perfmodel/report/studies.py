@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -439,36 +440,48 @@ def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
     page.figures.append(("coarsening sweep", figures.lines(
         c[c.m >= 2048], "coarse", [("predicted", "-", "predicted"), ("measured", "o", "measured")],
         folder / "matmul_coarsening.png", "Coarsening sweep", "COARSE_FACTOR", "s", group="m", logy=True)))
-    if (rounds := _rounds_alone(dev, table)) is not None and (r := measured_rounds(dev)) is not None:
+    if (r := measured_rounds(dev)) is not None and (rounds := _rounds_alone(dev, table)) is not None:
         page.figures.append(("rounds alone on an SM", figures.lines(
             rounds, "footprint_mib", [("exposed_ns", "o", "measured")], folder / "matmul_rounds_alone.png",
             "One block per SM: a round's time beyond the model's work", "A + B (MiB)", "ns per round",
             group="variant", logx=True,
-            levels=[(r["chain_s"] * 1e9, f"probe.barrier_rounds, {ROUND_CHAIN_FMAS}-FMA chain (the model where"
-                                         " loads wait for the barrier)"),
-                    (r["idle_s"] * 1e9, "probe.barrier_rounds, no chain (the model where the next load is"
-                                        " hoisted, plus DRAM's share)")])))
+            levels=[(r.chain_s * 1e9, f"probe.barrier_rounds, {ROUND_CHAIN_FMAS}-FMA chain (the model where"
+                                      " loads wait for the barrier)"),
+                    (r.idle_s * 1e9, "probe.barrier_rounds, no chain (the model where the next load is"
+                                     " hoisted, plus DRAM's share)")])))
     return page
 
 
-def measured_rounds(dev: DeviceSpec) -> dict[str, float] | None:
-    """The barrier rounds the matmul page quotes and draws, from the device's recorded probes: alone on an
-    SM with matmul's chain and without it (the idle round), two an SM with one tile a round and two."""
-    r = {"chain_s": round_exposed_s(dev, 1, ROUND_CHAIN_FMAS, 1), "idle_s": round_exposed_s(dev, 1, 0, 1),
-         "pair_s": round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 1),
-         "pair_two_tiles_s": round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 2)}
-    return None if None in r.values() else r
+@dataclass(frozen=True)
+class MeasuredRounds:
+    """The barrier rounds the matmul page quotes and draws (s): alone on an SM with matmul's chain and
+    without it (the idle round), two an SM over many waves with one tile a round and with two."""
+
+    chain_s: float
+    idle_s: float
+    pair_s: float
+    pair_two_tiles_s: float
+
+
+def measured_rounds(dev: DeviceSpec) -> MeasuredRounds | None:
+    """The rounds from the device's recorded probes (through round_exposed_s); None where any is missing."""
+    r = (round_exposed_s(dev, 1, ROUND_CHAIN_FMAS, 1), round_exposed_s(dev, 1, 0, 1),
+         round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 1), round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 2))
+    return None if None in r else MeasuredRounds(*r)
 
 
 def _round_costs(dev: DeviceSpec) -> str:
     """The measured rounds in the matmul prose."""
     if (r := measured_rounds(dev)) is None:
         return f"not recorded on {dev.name}"
-    ns = {k: f"{v * 1e9:.0f} ns" for k, v in r.items()}
-    return (f"alone: {ns['chain_s']} with matmul's {ROUND_CHAIN_FMAS}-FMA chain, {ns['idle_s']} where the compiler"
+
+    def ns(s: float) -> str:
+        return f"{s * 1e9:.0f} ns"
+
+    return (f"alone: {ns(r.chain_s)} with matmul's {ROUND_CHAIN_FMAS}-FMA chain, {ns(r.idle_s)} where the compiler"
             f" issues the next load inside the work (SASS), plus DRAM's latency over L2's for the sweeps DRAM"
-            f" serves; two over many waves: {ns['pair_s']} a round of both with one tile loaded,"
-            f" {ns['pair_two_tiles_s']} with two")
+            f" serves; two over many waves: {ns(r.pair_s)} a round of both with one tile loaded,"
+            f" {ns(r.pair_two_tiles_s)} with two")
 
 
 def _rounds_alone(dev, table) -> pd.DataFrame | None:
