@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..ceilings import ROUND_CHAIN_FMAS, in_flight_curve
+from ..ceilings import ROUND_CHAIN_FMAS, Ceilings, in_flight_curve
 from ..devices import DeviceSpec
 from ..measurements import param
 from ..memory.coalescing import LINE_BYTES
@@ -27,7 +27,8 @@ from .page import Page, accuracy, short_case_id, time_page
 from .transpose import transpose_study
 
 
-def occupancy_study(dev: DeviceSpec, data, table, ceil, folder: Path) -> Page:
+def occupancy_study(dev: DeviceSpec, data: pd.DataFrame, table: pd.DataFrame,
+                    ceil: Ceilings, folder: Path) -> Page:
     page = Page("occupancy", "", "Occupancy: model vs driver vs Nsight Compute")
     occ = table[table.kind == "occupancy"]
     exact = (occ.rel_error == 0)
@@ -55,7 +56,8 @@ def occupancy_study(dev: DeviceSpec, data, table, ceil, folder: Path) -> Page:
     return page
 
 
-def coalescing_study(dev, data, table, ceil, folder: Path) -> Page:
+def coalescing_study(dev: DeviceSpec, data: pd.DataFrame, table: pd.DataFrame,
+                     ceil: Ceilings, folder: Path) -> Page:
     page = Page("coalescing", "coalescing", "Global-memory coalescing: requests and sectors")
     t = table[(table.case == "mem.global_load") & table.metric.isin(["global_load_sectors",
                                                                        "global_load_requests"])]
@@ -81,7 +83,8 @@ def coalescing_study(dev, data, table, ceil, folder: Path) -> Page:
     return page
 
 
-def banks_study(dev, data, table, ceil, folder: Path) -> Page:
+def banks_study(dev: DeviceSpec, data: pd.DataFrame, table: pd.DataFrame,
+                ceil: Ceilings, folder: Path) -> Page:
     page = Page("banks", "banks", "Shared-memory bank conflicts: wavefronts")
     figs = []
     for case, metric in (("mem.shared_load", "smem_load_wavefronts"), ("mem.shared_store", "smem_store_wavefronts")):
@@ -133,7 +136,8 @@ def banks_study(dev, data, table, ceil, folder: Path) -> Page:
     return page
 
 
-def latency_study(dev, data, table, ceil, folder: Path) -> Page:
+def latency_study(dev: DeviceSpec, data: pd.DataFrame, table: pd.DataFrame,
+                  ceil: Ceilings, folder: Path) -> Page:
     page = Page("latency", "", "Latency staircase (pointer chase)")
     lat = data[data.metric == "cycles_per_load"].copy()
     lat["bytes"] = param(lat, "bytes")
@@ -165,7 +169,8 @@ def latency_study(dev, data, table, ceil, folder: Path) -> Page:
     return page
 
 
-def ceilings_study(dev, data, table, ceil, folder: Path) -> Page:
+def ceilings_study(dev: DeviceSpec, data: pd.DataFrame, table: pd.DataFrame,
+                   ceil: Ceilings, folder: Path) -> Page:
     page = Page("ceilings", "ceilings", "Ceilings and the hierarchical roofline")
     pts = []
     for _, r in table[(table.kind == "time") & (table.study.isin(["matmul", "stencil", "transpose", "ceilings"]))
@@ -382,7 +387,8 @@ def _b_replay(data, folder: Path, page: Page) -> str:
 MATMUL_SIZES = r"k=\d+,m=\d+,n=\d+,?"  # a matmul case id's sizes: what is left names its variant
 
 
-def matmul_study(dev, data, table, ceil, folder: Path) -> Page:
+def matmul_study(dev: DeviceSpec, data: pd.DataFrame, table: pd.DataFrame,
+                 ceil: Ceilings, folder: Path) -> Page:
     page = time_page("matmul", "matmul", "Matrix multiplication variants", table, folder,
                       "Global loads follow the textbook exactly (2mnk/TILE, (mnk/TILE)(1 + 1/C)); shared wavefronts "
                       "expose the corner-turning conflict (32-way at TILE 32 without padding, 8-way at 16). Up to 2048 "
@@ -484,7 +490,7 @@ def _round_costs(dev: DeviceSpec) -> str:
             f" {ns(r.pair_two_tiles_s)} with two")
 
 
-def _rounds_alone(dev, table) -> pd.DataFrame | None:
+def _rounds_alone(dev: DeviceSpec, table: pd.DataFrame) -> pd.DataFrame | None:
     """Matmul cases with one block per SM: what each round took beyond the model's work (measured
     time less the model's time without its barrier term, over the busiest SM's rounds)."""
     t = table[(table.kind == "time") & table.case.str.startswith("matmul.")]
@@ -501,7 +507,8 @@ def _rounds_alone(dev, table) -> pd.DataFrame | None:
     return pd.DataFrame(rows) if rows else None
 
 
-def stencil_study(dev, data, table, ceil, folder: Path) -> Page:
+def stencil_study(dev: DeviceSpec, data: pd.DataFrame, table: pd.DataFrame,
+                  ceil: Ceilings, folder: Path) -> Page:
     err = table[(table.case == "stencil.temporal") & (table.kind == "time")].rel_error
     within = f"within {100 * err.min():+.0f}..{100 * err.max():+.0f} %" if len(err) else "not timed"
     page = time_page("stencil", "stencil", "Wave-equation stencil: naive vs temporal blocking", table, folder,
@@ -518,14 +525,12 @@ def stencil_study(dev, data, table, ceil, folder: Path) -> Page:
     t["pred_step"], t["meas_step"] = t.predicted / t.steps, t.measured / t.steps
     naive = table[(table.case == "stencil.naive") & (table.kind == "time")]
     naive_big = naive[param(naive, "nx") == t.nx.max()]
-    marks = []
     if len(naive_big):
         t["naive_step"] = float(naive_big.measured.iloc[0])
-        marks = []
     page.figures.append(("steps sweep", figures.lines(
         t, "steps", [("pred_step", "-", "predicted"), ("meas_step", "o", "measured")]
         + ([("naive_step", ":", "naive (measured)")] if len(naive_big) else []), folder / "stencil_steps.png",
-        "Time per step vs steps per launch", "steps per launch", "s per step", group="ppt", marks=marks)))
+        "Time per step vs steps per launch", "steps per launch", "s per step", group="ppt")))
     if len(naive_big):
         best = t.meas_step.min()
         page.headline += f"; best temporal blocking {float(naive_big.measured.iloc[0]) / best:.2f}x the naive step"
@@ -535,7 +540,8 @@ def stencil_study(dev, data, table, ceil, folder: Path) -> Page:
     return page
 
 
-def streams_study(dev, data, table, ceil, folder: Path) -> Page:
+def streams_study(dev: DeviceSpec, data: pd.DataFrame, table: pd.DataFrame,
+                  ceil: Ceilings, folder: Path) -> Page:
     page = Page("streams", "", "Streams: copy/compute overlap")
     ev = data[(data.case == "streams.vadd") & (data.metric == "event_s")].copy()
     ev = ev[ev.run_id == ev.run_id.max()]  # one run's timeline
@@ -563,7 +569,8 @@ def streams_study(dev, data, table, ceil, folder: Path) -> Page:
     return page
 
 
-def latency_hiding_study(dev, data, table, ceil, folder: Path) -> Page:
+def latency_hiding_study(dev: DeviceSpec, data: pd.DataFrame, table: pd.DataFrame,
+                         ceil: Ceilings, folder: Path) -> Page:
     page = Page("latency_hiding", "", "Latency hiding: bandwidth vs occupancy")
     t = table[(table.case == "probe.read") & (table.kind == "time")].copy()
     t = t[param(t, "smem_per_block") > 0]

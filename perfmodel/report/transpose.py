@@ -8,6 +8,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..ceilings import Ceilings
+from ..devices import DeviceSpec
 from ..measurements import param
 from ..store_order import off_sector_share, shared_sectors
 from . import figures
@@ -19,7 +21,8 @@ def _rate(c) -> str:
     return f"{c.value / 1e9:.0f} G/s" if c else "unmeasured"
 
 
-def transpose_study(dev, data, table, ceil, folder: Path) -> Page:
+def transpose_study(dev: DeviceSpec, data: pd.DataFrame, table: pd.DataFrame,
+                    ceil: Ceilings, folder: Path) -> Page:
     rows = table[table.case.eq("transpose.naive_rows") & table.metric.eq("dram_read_bytes")
                  & table.kind.isin(["counter", "counter-ceiling"])].copy()
     rows["block_rows"], rows["size"] = param(rows, "block_rows"), param(rows, "rows")
