@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import time
+
+import pytest
 
 from perfmodel.suite.gpu import FLUSH_KERNEL
-from perfmodel.suite.profile import PRE_FLUSHES, WRITEBACK, parse
+from perfmodel.suite.profile import PRE_FLUSHES, WRITEBACK, parse, run_ncu
 
 
 def _raw(path, kernels_and_writes):
@@ -65,3 +70,24 @@ def test_an_imported_run_is_stored_compressed_and_loads_back(tmp_path, monkeypat
     assert (dest / "run-20260101T000000Z-events.csv.gz").exists()
     back = load("h200", tmp_path / "data")
     assert len(back) == 1 and back.value.iloc[0] == 1.5e-6 and back.commit.iloc[0] == "abc1234"
+
+
+def test_a_timed_out_ncu_takes_the_worker_it_profiles_with_it(tmp_path, monkeypatch):
+    """ncu past its time is killed with its whole group: the worker must not run on unprofiled
+    (a plan's ncu budget ran out on an H100 on 2026-12-07 and the worker rewrote its manifest after)."""
+    pidfile = tmp_path / "worker.pid"
+    fake = tmp_path / "ncu"  # stands for ncu: starts a long "worker" and waits for it
+    fake.write_text(f"#!/bin/sh\nsleep 60 &\necho $! > {pidfile}\nwait\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_ncu("plan.toml", "ceilings", tmp_path / "raw", ["dram__bytes_read.sum"], timeout_s=1)
+    worker = int(pidfile.read_text())
+    for _ in range(50):  # the kill is sent; give the kernel a moment to reap it
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the worker (pid {worker}) outlived ncu's timeout")

@@ -10,6 +10,8 @@ import csv
 import gzip
 import io
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -131,7 +133,9 @@ def worker(plan: str, select: str, manifest: str) -> None:
         except Exception as exc:  # noqa: BLE001
             print(f"ncu worker: {pc.case_id} failed: {exc}", file=sys.stderr, flush=True)
             done.append({"case": pc.name, "case_id": pc.case_id, "failed": str(exc)})
-        Path(manifest).write_text(json.dumps(done))
+        part = Path(f"{manifest}.part")  # replaced whole: a reader never sees half a manifest
+        part.write_text(json.dumps(done))
+        part.replace(manifest)
 
 
 def available_metrics(metrics: list[str]) -> list[str]:
@@ -156,7 +160,13 @@ def run_ncu(plan: str, select: str, workdir: Path, metrics: list[str], timeout_s
     cmd = ["ncu", "--clock-control", "none", *cache, "--csv", "--page", "raw", "--print-units", "base",
            "--metrics", ",".join(metrics), "--log-file", str(raw),
            sys.executable, "-m", "perfmodel.suite.profile", "worker", plan, select, str(manifest)]
-    subprocess.run(cmd, timeout=timeout_s, check=False)
+    with subprocess.Popen(cmd, start_new_session=True) as proc:
+        try:
+            proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)  # ncu and the worker it profiles: none keeps the GPU busy
+            proc.wait()
+            raise
     return raw
 
 
