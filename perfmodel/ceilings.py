@@ -93,9 +93,12 @@ class Ceilings:
     # a multiply-add chain and with one of ROUND_CHAIN_FMAS (tiled matmul's at TILE 32)
     barrier_round_idle_s: Ceiling | None = None
     barrier_round_s: Ceiling | None = None
-    # probe.barrier_waves: the round with two blocks per SM over 8 waves, one tile loaded a round or two
+    # probe.barrier_waves: the round with two blocks per SM over 8 waves, one tile loaded a round or two ...
     barrier_pair_s: Ceiling | None = None
     barrier_pair_two_tiles_s: Ceiling | None = None
+    # ... and at every wave count recorded ((waves, round), ...): blocks started together expose more of it
+    barrier_pair_s_by_waves: tuple[tuple[int, Ceiling], ...] = ()
+    barrier_pair_two_tiles_s_by_waves: tuple[tuple[int, Ceiling], ...] = ()
     stream_startup_s: Ceiling | None = None  # a DRAM-bound kernel's ramp-up and drain, once
     l2_dirty_at_end_bytes: Ceiling | None = None  # lines L2 holds at a stream's end; its write share stays dirty
     ncu_dirty_before_bytes: Ceiling | None = None  # dirty lines ncu's own setup leaves before a profiled kernel
@@ -455,6 +458,18 @@ def _round_slope(data, times, case: str, what: str, **match: int) -> Ceiling | N
     return Ceiling(f"load-barrier round, {what}", per_round, "s", f"measured: slope {c0} -> {c1}", (c0, c1))
 
 
+def round_slopes_by_waves(data, times, loads: int, what: str) -> tuple[tuple[int, Ceiling], ...]:
+    """probe.barrier_waves' round with two blocks per SM at each wave count recorded (`_round_slope`)."""
+    waves = set()
+    for cid in _case_ids(data, "probe.barrier_waves"):
+        p = json.loads(data[data.case_id == cid].params.iloc[0])
+        if p.get("blocks_per_sm") == 2 and p.get("loads") == loads:
+            waves.add(p["waves"])
+    slopes = ((w, _round_slope(data, times, "probe.barrier_waves", f"two blocks per SM over {w} waves, {what}",
+                               blocks_per_sm=2, waves=w, loads=loads)) for w in sorted(waves))
+    return tuple((w, c) for w, c in slopes if c)
+
+
 def _l2_input_rate(dev: DeviceSpec):
     """probe.store_lines inside L2: its crossbar transfers (counted as the model counts them) per second."""
     def pick(c, p, t):
@@ -733,6 +748,9 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
                  {"blocks_per_sm": 2, "waves": 8, "loads": 2})):
             if (rounds := _round_slope(data, times, case, what, **match)):
                 extra[key] = rounds
+        for key, loads, what in (("barrier_pair_s_by_waves", 1, "one tile a round"),
+                                 ("barrier_pair_two_tiles_s_by_waves", 2, "two tiles a round")):
+            extra[key] = round_slopes_by_waves(data, times, loads, what)
         lat = data[(data.metric == "cycles_per_load")]
         clock = dev.sm_clock_hz
         for key, case, lo, hi in (("latency_l1_s", "probe.chase_ca", 0, 64 << 10),

@@ -13,9 +13,11 @@ import json
 import math
 import re
 
+import numpy as np
+
 from ..allocation import caution as allocation_caution
 from ..cache import on_disk
-from ..ceilings import ROUND_CHAIN_FMAS, ceilings
+from ..ceilings import ROUND_CHAIN_FMAS, Ceiling, ceilings
 from ..coresidency import first_wave, in_step, placements_of
 from ..coresidency import law as coresidency_law
 from ..devices import DeviceSpec
@@ -148,16 +150,12 @@ def predict(case_name: str, device: str | DeviceSpec = "h200", **params: int) ->
     return _predict(case_name, dev, tuple(sorted(p.items())))
 
 
-@on_disk
-def _round_exposed_s(dev: DeviceSpec, key: str) -> float | None:
-    """What a measured barrier round (the Ceilings field `key`: probe.barrier_rounds or
-    probe.barrier_waves) costs beyond the work the model counts: its time per round less the
-    model's slowest pipe inside the SM per round, both as slopes between the round counts measured."""
+def beyond_work_s(dev: DeviceSpec, measured: Ceiling) -> float:
+    """What a measured barrier round (probe.barrier_rounds or probe.barrier_waves, its slope between two
+    round counts) costs beyond the work the model counts on `dev`: less the model's slowest pipe inside
+    the SM per round, as the same slope."""
     from ..suite.registry import get
 
-    measured = getattr(ceilings(dev), key)
-    if not measured:
-        return None
     case = measured.cases[0].split("[")[0]
     params = [{k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", cid)} for cid in measured.cases]
 
@@ -170,25 +168,64 @@ def _round_exposed_s(dev: DeviceSpec, key: str) -> float | None:
     return measured.value - per_round
 
 
+@on_disk
+def _round_exposed_s(dev: DeviceSpec, key: str, waves: int | None = None) -> float | None:
+    """`beyond_work_s` of the device's recorded round, the Ceilings field `key` (with `waves`: its round
+    at that wave count, `key`_by_waves); None where not recorded."""
+    ceil = ceilings(dev)
+    measured = getattr(ceil, key) if waves is None else dict(getattr(ceil, f"{key}_by_waves")).get(waves)
+    return beyond_work_s(dev, measured) if measured else None
+
+
 # the two measured rounds each regime interpolates between: one block per SM (no chain, a
 # ROUND_CHAIN_FMAS chain), two blocks per SM over many waves (one tile a round, two)
 ROUND_PAIRS = {1: ("barrier_round_idle_s", "barrier_round_s"), 2: ("barrier_pair_s", "barrier_pair_two_tiles_s")}
 
 
-def round_exposed_s(dev: DeviceSpec, blocks_per_sm: int, chain_fmas: float, tiles: float) -> float | None:
+def pair_round_waves(dev: DeviceSpec) -> tuple[int, ...]:
+    """The wave counts at which probe.barrier_waves measured both two-block rounds (one tile, two)."""
+    ceil = ceilings(dev)
+    one, two = ({w for w, _ in getattr(ceil, f"{key}_by_waves")} for key in ROUND_PAIRS[2])
+    return tuple(sorted(one & two))
+
+
+def _pair_round_s(dev: DeviceSpec, key: str, waves: float | None) -> float | None:
+    """Two blocks per SM: the round over a launch of `waves` waves, linear in log(waves) between the wave
+    counts probe.barrier_waves recorded and held at the ends (blocks that start together expose more of
+    it, blocks later waves start apart less); the 8-wave round where fewer than two counts are recorded."""
+    counts = pair_round_waves(dev)
+    rounds = [_round_exposed_s(dev, key, w) for w in counts]
+    if waves is None or len(counts) < 2 or None in rounds:
+        return _round_exposed_s(dev, key)
+    return float(np.interp(math.log2(waves), [math.log2(w) for w in counts], rounds))
+
+
+def round_exposed_s(dev: DeviceSpec, blocks_per_sm: int, chain_fmas: float, tiles: float,
+                    waves: float | None = None) -> float | None:
     """A load -> barrier -> compute round's cost beyond its work on an SM, as probe.barrier_rounds and
     probe.barrier_waves measured it. One block per SM: the tiles' L2 round trip and the dependent
     multiply-add chain (`chain_fmas` per thread) the last warp still runs when the others are done,
-    linear in the chain between the two measured rounds. Two blocks per SM, once later waves start them
-    apart: per round of both, linear in the `tiles` a block loads a round between one and two (the
-    report's matmul page quotes all four). None otherwise."""
+    linear in the chain between the two measured rounds. Two blocks per SM: per round of both, linear in
+    the `tiles` a block loads a round between one and two, at the launch's `waves` (`_pair_round_s`; None:
+    the 8-wave rounds the report's matmul page quotes). None otherwise."""
     if blocks_per_sm not in ROUND_PAIRS:
         return None
-    low, high = (_round_exposed_s(dev, key) for key in ROUND_PAIRS[blocks_per_sm])
+    if blocks_per_sm == 1:
+        low, high = (_round_exposed_s(dev, key) for key in ROUND_PAIRS[1])
+    else:
+        low, high = (_pair_round_s(dev, key, waves) for key in ROUND_PAIRS[2])
     if low is None or high is None:
         return None
     share = chain_fmas / ROUND_CHAIN_FMAS if blocks_per_sm == 1 else tiles - 1
     return low + (high - low) * share
+
+
+def _pair_round_source(dev: DeviceSpec, waves: float | None) -> str:
+    """At what wave count a two-block round was taken, for the barrier term's note."""
+    counts = pair_round_waves(dev)
+    if waves is None or len(counts) < 2:
+        return "over 8 waves"
+    return f"at {waves:.1f} waves (its rounds at {', '.join(map(str, counts))} waves, log scale, held past the ends)"
 
 
 def hoisted_round_s(dev: DeviceSpec, dram_share: float) -> tuple[float, str] | None:
@@ -208,39 +245,42 @@ def hoisted_round_s(dev: DeviceSpec, dram_share: float) -> tuple[float, str] | N
         f"(probe.chase_cg: DRAM - L2)")
 
 
-def hoisted_pair_round_s(dev: DeviceSpec, chain_fmas: float, tiles: float, hoisted: float) -> tuple[float, str] | None:
+def hoisted_pair_round_s(dev: DeviceSpec, chain_fmas: float, tiles: float, hoisted: float,
+                         waves: float | None = None) -> tuple[float, str] | None:
     """Two blocks an SM, `hoisted` of the rounds with their load issued inside the round before's work (SASS):
     those expose nothing, their round trip under this block's and the other's work; the rest pay the measured
     round for the tiles they load after the barrier (COARSE c: one round in c, loading A's tile and B's).
     Held out, COARSE 2 and 4's 50 and 74 launches: MAPE 2.4 and 3.5 -> 1.1 and 1.2 %."""
     left = 1.0 - hoisted
     after = max((tiles - hoisted) / left, 1.0)  # tiles a round loading after its barrier loads
-    round_s = round_exposed_s(dev, 2, chain_fmas, after)
+    round_s = round_exposed_s(dev, 2, chain_fmas, after, waves)
     if round_s is None:
         return None
     return left * round_s, (f"{hoisted:.2f} of the rounds load inside the work before them (SASS) and expose "
-                            f"nothing; the others pay probe.barrier_waves' round for {after:.2f} tiles, "
-                            f"{round_s * 1e9:.0f} ns")
+                            f"nothing; the others pay probe.barrier_waves' round for {after:.2f} tiles "
+                            f"{_pair_round_source(dev, waves)}, {round_s * 1e9:.0f} ns")
 
 
 def round_cost_s(dev: DeviceSpec, blocks_per_sm: int, chain_fmas: float, tiles: float, hoisted: float = 0.0,
-                 dram_share: float = 0.0) -> tuple[float, str | None] | None:
+                 dram_share: float = 0.0, waves: float | None = None) -> tuple[float, str | None] | None:
     """What a load -> barrier -> compute round costs beyond its work on an SM, with how it was found (None:
     the measured round, `round_exposed_s`). `hoisted`: the share of rounds whose load the compiler issued
     inside the work of the round before (SASS), charged `hoisted_round_s` alone on an SM (with
     `dram_share`, the share of tile sweeps DRAM serves) - every round, whatever the share: charging COARSE 8's
     one round in eight that loads after its barrier the chain's round fit worse (FINDINGS) - and
-    `hoisted_pair_round_s` (by the share) at two blocks an SM.
+    `hoisted_pair_round_s` (by the share) at two blocks an SM; two blocks' rounds at the launch's `waves`.
     None beyond two blocks an SM: there the others' work hides the round (`barrier_rounds_term`)."""
     if blocks_per_sm not in ROUND_PAIRS:
         return None
     if hoisted:
         law = (hoisted_round_s(dev, dram_share) if blocks_per_sm == 1
-               else hoisted_pair_round_s(dev, chain_fmas, tiles, hoisted))
+               else hoisted_pair_round_s(dev, chain_fmas, tiles, hoisted, waves))
         if law:
             return law
-    plain = round_exposed_s(dev, blocks_per_sm, chain_fmas, tiles)
-    return None if plain is None else (plain, None)
+    plain = round_exposed_s(dev, blocks_per_sm, chain_fmas, tiles, waves)
+    if plain is None:
+        return None
+    return plain, (None if blocks_per_sm == 1 else f"probe.barrier_waves' round {_pair_round_source(dev, waves)}")
 
 
 @functools.lru_cache(maxsize=4096)
@@ -386,7 +426,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         hoisted = fn.loads_in_work / (fn.barriers / 2) if fn and fn.barriers and case.model == "matmul" else 0.0
         alone = hoisted and blocks_per_sm == 1  # only a block alone on its SM waits on the sweeps' share
         share = sweep_miss_share(dev, launch, p, dram.read_bytes) if alone else 0.0
-        exposed, how = round_cost_s(dev, blocks_per_sm, chain, tiles, hoisted, share) or (None, None)
+        exposed, how = round_cost_s(dev, blocks_per_sm, chain, tiles, hoisted, share, waves) or (None, None)
         added = barrier_rounds_term(ceil, math.ceil(waves) * per_block, blocks_per_sm, exposed, how)
         if added:
             terms.append(added)
