@@ -15,6 +15,8 @@ def test_the_prose_quotes_the_rounds_the_figure_draws():
     assert r.chain_s == round_exposed_s(h200, 1, ROUND_CHAIN_FMAS, 1)
     assert r.idle_s == round_exposed_s(h200, 1, 0, 1)
     assert r.idle_s < r.chain_s and r.pair_s < r.pair_two_tiles_s, r
+    assert r.pair_one_wave_s == round_exposed_s(h200, 2, ROUND_CHAIN_FMAS, 1, 1)
+    assert r.pair_s < r.pair_one_wave_s and r.pair_two_tiles_s < r.pair_two_tiles_one_wave_s, r
     prose = _round_costs(h200)
     for key, s in vars(r).items():
         assert f"{s * 1e9:.0f} ns" in prose, (key, prose)

@@ -461,18 +461,22 @@ def matmul_study(dev: DeviceSpec, data: pd.DataFrame, table: pd.DataFrame,
 @dataclass(frozen=True)
 class MeasuredRounds:
     """The barrier rounds the matmul page quotes and draws (s): alone on an SM with matmul's chain and
-    without it (the idle round), two an SM over many waves with one tile a round and with two."""
+    without it (the idle round), two an SM over many waves with one tile a round and with two, and the
+    same two in one wave of blocks started together."""
 
     chain_s: float
     idle_s: float
     pair_s: float
     pair_two_tiles_s: float
+    pair_one_wave_s: float
+    pair_two_tiles_one_wave_s: float
 
 
 def measured_rounds(dev: DeviceSpec) -> MeasuredRounds | None:
     """The rounds from the device's recorded probes (through round_exposed_s); None where any is missing."""
     r = (round_exposed_s(dev, 1, ROUND_CHAIN_FMAS, 1), round_exposed_s(dev, 1, 0, 1),
-         round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 1), round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 2))
+         round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 1), round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 2),
+         round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 1, 1), round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 2, 1))
     return None if None in r else MeasuredRounds(*r)
 
 
@@ -487,7 +491,9 @@ def _round_costs(dev: DeviceSpec) -> str:
     return (f"alone: {ns(r.chain_s)} with matmul's {ROUND_CHAIN_FMAS}-FMA chain, {ns(r.idle_s)} where the compiler"
             f" issues the next load inside the work (SASS), plus DRAM's latency over L2's for the sweeps DRAM"
             f" serves; two over many waves: {ns(r.pair_s)} a round of both with one tile loaded,"
-            f" {ns(r.pair_two_tiles_s)} with two")
+            f" {ns(r.pair_two_tiles_s)} with two, and in one wave of blocks started together"
+            f" {ns(r.pair_one_wave_s)} and {ns(r.pair_two_tiles_one_wave_s)} - a launch pays the round at its"
+            f" own waves, linear in log(waves) between the wave counts measured and held past them")
 
 
 def _rounds_alone(dev: DeviceSpec, table: pd.DataFrame) -> pd.DataFrame | None:
