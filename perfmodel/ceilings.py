@@ -458,7 +458,8 @@ def _round_slope(data, times, case: str, what: str, **match: int) -> Ceiling | N
     return Ceiling(f"load-barrier round, {what}", per_round, "s", f"measured: slope {c0} -> {c1}", (c0, c1))
 
 
-def round_slopes_by_waves(data, times, loads: int, what: str) -> tuple[tuple[int, Ceiling], ...]:
+def round_slopes_by_waves(data: pd.DataFrame, times: pd.Series, loads: int,
+                          what: str) -> tuple[tuple[int, Ceiling], ...]:
     """probe.barrier_waves' round with two blocks per SM at each wave count recorded (`_round_slope`)."""
     waves = set()
     for cid in _case_ids(data, "probe.barrier_waves"):
