@@ -160,14 +160,23 @@ def run_ncu(plan: str, select: str, workdir: Path, metrics: list[str], timeout_s
     cmd = ["ncu", "--clock-control", "none", *cache, "--csv", "--page", "raw", "--print-units", "base",
            "--metrics", ",".join(metrics), "--log-file", str(raw),
            sys.executable, "-m", "perfmodel.suite.profile", "worker", plan, select, str(manifest)]
+    run_profiled(cmd, timeout_s, check=False)
+    return raw
+
+
+def run_profiled(cmd: list[str], timeout_s: int, check: bool) -> None:
+    """Run ncu and the program it profiles in their own process group; past `timeout_s` the whole group
+    is killed (none keeps the GPU busy unprofiled) and TimeoutExpired raised; with `check`, a failed
+    run raises CalledProcessError."""
     with subprocess.Popen(cmd, start_new_session=True) as proc:
         try:
-            proc.wait(timeout=timeout_s)
+            code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)  # ncu and the worker it profiles: none keeps the GPU busy
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
             raise
-    return raw
+    if check and code:
+        raise subprocess.CalledProcessError(code, cmd)
 
 
 def table_start(lines: list[str]) -> int | None:
@@ -193,10 +202,9 @@ def profile_script(script: str, kernel_regex: str, metrics: list[str], raw: Path
                    timeout_s: int = 600) -> list[dict[str, str]]:
     """Run `python script --worker ARGS` under ncu without its clock or cache control (the script
     flushes L2 itself), profiling the kernels that match `kernel_regex`: raw_launches of its log."""
-    subprocess.run(["ncu", "--clock-control", "none", "--cache-control", "none", "-k", f"regex:{kernel_regex}",
-                    "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(metrics),
-                    "--log-file", str(raw), sys.executable, script, "--worker", *worker_args],
-                   check=True, timeout=timeout_s)
+    run_profiled(["ncu", "--clock-control", "none", "--cache-control", "none", "-k", f"regex:{kernel_regex}",
+                  "--csv", "--page", "raw", "--print-units", "base", "--metrics", ",".join(metrics),
+                  "--log-file", str(raw), sys.executable, script, "--worker", *worker_args], timeout_s, check=True)
     return raw_launches(raw)
 
 
