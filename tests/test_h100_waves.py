@@ -11,10 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perfmodel.ceilings import round_slopes_by_waves
 from perfmodel.devices import device
-from perfmodel.measurements import median_times
-from perfmodel.models import beyond_work_s, round_exposed_s
+from perfmodel.models import recorded_pair_rounds, round_exposed_s
 
 CHECKS = Path(__file__).resolve().parents[1] / "reports" / "data" / "h100" / "checks"
 WAVES = (1, 2, 4, 8, 16, 32)
@@ -22,10 +20,7 @@ WAVES = (1, 2, 4, 8, 16, 32)
 
 def _rounds(folder: str) -> dict[tuple[int, int], float]:
     """(tiles a round, waves) -> the H100's round beyond the work the model counts on the H200's SM (s)."""
-    data = pd.read_csv(CHECKS / folder / "measurements.csv.gz")
-    times, h200 = median_times(data), device("h200")
-    return {(tiles, w): beyond_work_s(h200, c) for tiles in (1, 2)
-            for w, c in round_slopes_by_waves(data, times, tiles, "H100")}
+    return recorded_pair_rounds(device("h200"), pd.read_csv(CHECKS / folder / "measurements.csv.gz"))
 
 
 @pytest.fixture(scope="module")

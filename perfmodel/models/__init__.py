@@ -12,19 +12,20 @@ import functools
 import json
 import math
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..allocation import caution as allocation_caution
 from ..cache import on_disk
-from ..ceilings import ROUND_CHAIN_FMAS, Ceiling, ceilings
+from ..ceilings import ROUND_CHAIN_FMAS, Ceiling, ceilings, round_slopes_by_waves
 from ..coresidency import first_wave, in_step, placements_of
 from ..coresidency import law as coresidency_law
 from ..devices import DeviceSpec
 from ..devices import device as lookup
 from ..errors import LimitError, PerfModelError
 from ..l2replay import predicted_read_bytes
-from ..measurements import load
+from ..measurements import load, median_times
 from ..memory import analyse
 from ..memory.coalescing import LINE_BYTES
 from ..naive_k import excess as naive_k_excess
@@ -51,6 +52,9 @@ from .time import (
     streams_past_barriers,
 )
 from .traffic import below_l1, block_merged, piece_fills
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = ["Prediction", "Term", "naive_roofline_time", "predict"]
 
@@ -166,6 +170,14 @@ def beyond_work_s(dev: DeviceSpec, measured: Ceiling) -> float:
     few, many = params
     per_round = (work(many) - work(few)) / (many["rounds"] - few["rounds"]) / few.get("waves", 1)
     return measured.value - per_round
+
+
+def recorded_pair_rounds(dev: DeviceSpec, data: pd.DataFrame) -> dict[tuple[int, int], float]:
+    """(tiles a round, waves) -> probe.barrier_waves' two-block round in recorded `data` (any card's
+    run) beyond the work the model counts on `dev` (`beyond_work_s`)."""
+    times = median_times(data)
+    return {(tiles, w): beyond_work_s(dev, c) for tiles in (1, 2)
+            for w, c in round_slopes_by_waves(data, times, tiles, "recorded")}
 
 
 @on_disk

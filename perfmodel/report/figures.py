@@ -199,10 +199,10 @@ def proportional(df: pd.DataFrame, x: str, y: str, flag: str, path: Path, title:
 
 def groups(df: pd.DataFrame, x: str, y: str, group: str, path: Path, title: str, xlabel: str, ylabel: str,
            label: str | None = None, logx: bool = False,
-           overlays: tuple[tuple[np.ndarray, np.ndarray, str, str], ...] = ()) -> str:
+           overlays: tuple[tuple[np.ndarray, np.ndarray, str, str], ...] = (), legend_outside: bool = False) -> str:
     """Points, one marker and colour per `group` value; each point annotated with its `label` column;
-    `overlays`: lines drawn over them, (x, y, style, label)."""
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    `overlays`: lines drawn over them, (x, y, style, label); a long legend beside the axes."""
+    fig, ax = plt.subplots(figsize=(11, 4.5) if legend_outside else (7, 4.5))
     for i, (g, d) in enumerate(df.groupby(group)):
         ax.scatter(d[x], d[y], s=26, marker="osd^v<>"[i % 7], color=f"C{i}", label=f"{g} ({len(d)})")
         for _, r in d.iterrows() if label else ():
@@ -212,7 +212,7 @@ def groups(df: pd.DataFrame, x: str, y: str, group: str, path: Path, title: str,
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
     if logx:
         ax.set_xscale("log", base=2)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, **({"loc": "upper left", "bbox_to_anchor": (1.01, 1)} if legend_outside else {}))
     return _save(fig, path)
 
 

@@ -12,9 +12,9 @@ import pandas as pd
 
 from ..ceilings import ROUND_CHAIN_FMAS, Ceilings, in_flight_curve
 from ..devices import DeviceSpec
-from ..measurements import param
+from ..measurements import DATA_DIR, param
 from ..memory.coalescing import LINE_BYTES
-from ..models import predict, round_exposed_s
+from ..models import predict, recorded_pair_rounds, round_exposed_s
 from ..models.overlap import staircase_level, streams_time
 from ..occupancy import curves
 from ..validate import l2_input_busy
@@ -455,7 +455,57 @@ def matmul_study(dev: DeviceSpec, data: pd.DataFrame, table: pd.DataFrame,
                                       " loads wait for the barrier)"),
                     (r.idle_s * 1e9, "probe.barrier_rounds, no chain (the model where the next load is"
                                      " hoisted, plus DRAM's share)")])))
+    if (paired := _rounds_paired(dev, table)) is not None:
+        page.figures.append(("rounds two an SM by waves", _pair_rounds_figure(dev, data, paired, folder)))
+        many = paired[paired.waves > 16].round_ns
+        if len(many):
+            page.text += (f" Past 16 waves the two-block matmuls' measured times imply {many.min():.0f}-"
+                          f"{many.max():.0f} ns a round (figure 'rounds two an SM by waves'), where the model holds"
+                          f" the probe's last recorded round and an H100's probe keeps falling: the term is a few"
+                          f" % of their time, so that excess is as much the other terms' error as the round's.")
     return page
+
+
+def _rounds_paired(dev: DeviceSpec, table: pd.DataFrame) -> pd.DataFrame | None:
+    """Matmul cases with two blocks per SM whose barrier term is at least 5 % of their measured time: the
+    two-tile round their times imply at their waves - the law's round there scaled by (measured time less
+    the model's without the term) / the term (hoisted and one-tile rounds so brought to two tiles)."""
+    t = table[(table.kind == "time") & table.case.str.startswith("matmul.")]
+    rows = []
+    for _, r in t.iterrows():
+        pred = predict(r.case, dev, **json.loads(r.params))
+        barrier = next((b for b in pred.breakdown if b.name == "barrier"), None)
+        if pred.occupancy.blocks_per_sm != 2 or barrier is None or barrier.time_s < 0.05 * r.measured:
+            continue
+        law = round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 2, pred.waves)
+        variant = re.sub(r",?\b[kmn]=\d+|,?tile=32|matmul\.", "", r.case_id).replace("[,", "[")
+        rows.append({"variant": f"{variant.replace('[]', '')} (from its measured time)",
+                     "waves": pred.waves,
+                     "round_ns": 1e9 * law * (r.measured - pred.time_s + barrier.time_s) / barrier.time_s})
+    return pd.DataFrame(rows) if rows else None
+
+
+def _pair_rounds_figure(dev: DeviceSpec, data: pd.DataFrame, paired: pd.DataFrame, folder: Path) -> str:
+    """The two-block round against the waves: the law's lines, the probe's rounds on this device and
+    on an H100 (check data, not read by the model), and what the matmuls' measured times imply."""
+    waves = np.geomspace(0.5, 512, 80)
+    overlays = [(waves, [1e9 * round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, tiles, w) for w in waves], style,
+                 f"model: {tiles} tile{'s' * (tiles > 1)} a round (linear in log(waves), held past the ends)")
+                for tiles, style in ((1, "C7--"), (2, "k-"))]
+    cards = [(recorded_pair_rounds(dev, data), f"probe.barrier_waves on the {dev.name}", "D")]
+    for check in ("waves_curve", "waves_tail"):
+        if (path := DATA_DIR / "h100" / "checks" / check / "measurements.csv.gz").exists():
+            cards.append((recorded_pair_rounds(dev, pd.read_csv(path)), f"the same on an H100 ({check}; "
+                          "not read by the model)", "x"))
+    for rounds, label, marker in cards:
+        for tiles, colour in ((1, "C7"), (2, "k")):
+            w = sorted(k for t, k in rounds if t == tiles)
+            overlays.append((np.array(w), [1e9 * rounds[(tiles, k)] for k in w], colour + marker,
+                             f"{label}, {tiles} tile{'s' * (tiles > 1)}"))
+    return figures.groups(paired, "waves", "round_ns", "variant", folder / "matmul_rounds_paired.png",
+                          "Two blocks per SM: the barrier round beyond the work, by waves",
+                          "waves (blocks / (2 x SMs))", "ns per round", logx=True, overlays=tuple(overlays),
+                          legend_outside=True)
 
 
 @dataclass(frozen=True)
