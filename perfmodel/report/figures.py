@@ -201,7 +201,8 @@ def groups(df: pd.DataFrame, x: str, y: str, group: str, path: Path, title: str,
            label: str | None = None, logx: bool = False,
            overlays: tuple[tuple[np.ndarray, np.ndarray, str, str], ...] = (), legend_outside: bool = False) -> str:
     """Points, one marker and colour per `group` value; each point annotated with its `label` column;
-    `overlays`: lines drawn over them, (x, y, style, label); a long legend beside the axes."""
+    `overlays`: lines drawn over them, (x, y, style, label); `legend_outside`: the legend (a long one)
+    beside the axes, not over the points."""
     fig, ax = plt.subplots(figsize=(11, 4.5) if legend_outside else (7, 4.5))
     for i, (g, d) in enumerate(df.groupby(group)):
         ax.scatter(d[x], d[y], s=26, marker="osd^v<>"[i % 7], color=f"C{i}", label=f"{g} ({len(d)})")
