@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from ..ceilings import ROUND_CHAIN_FMAS, Ceilings, in_flight_curve
 from ..devices import DeviceSpec
 from ..measurements import DATA_DIR, param
 from ..memory.coalescing import LINE_BYTES
-from ..models import predict, recorded_pair_rounds, round_exposed_s
+from ..models import Prediction, Term, predict, recorded_pair_rounds, round_exposed_s
 from ..models.overlap import staircase_level, streams_time
 from ..occupancy import curves
 from ..validate import l2_input_busy
@@ -470,17 +471,13 @@ def _rounds_paired(dev: DeviceSpec, table: pd.DataFrame) -> pd.DataFrame | None:
     """Matmul cases with two blocks per SM whose barrier term is at least 5 % of their measured time: the
     two-tile round their times imply at their waves - the law's round there scaled by (measured time less
     the model's without the term) / the term (hoisted and one-tile rounds so brought to two tiles)."""
-    t = table[(table.kind == "time") & table.case.str.startswith("matmul.")]
     rows = []
-    for _, r in t.iterrows():
-        pred = predict(r.case, dev, **json.loads(r.params))
-        barrier = next((b for b in pred.breakdown if b.name == "barrier"), None)
-        if pred.occupancy.blocks_per_sm != 2 or barrier is None or barrier.time_s < 0.05 * r.measured:
+    for r, _, pred, barrier in _matmul_barriers(dev, table, 2):
+        if barrier.time_s < 0.05 * r.measured:
             continue
         law = round_exposed_s(dev, 2, ROUND_CHAIN_FMAS, 2, pred.waves)
-        variant = re.sub(r",?\b[kmn]=\d+|,?tile=32|matmul\.", "", r.case_id).replace("[,", "[")
-        rows.append({"variant": f"{variant.replace('[]', '')} (from its measured time)",
-                     "waves": pred.waves,
+        variant = re.sub(r",?tile=32", "", _variant(r.case_id)).replace("[]", "")
+        rows.append({"variant": f"{variant} (from its measured time)", "waves": pred.waves,
                      "round_ns": 1e9 * law * (r.measured - pred.time_s + barrier.time_s) / barrier.time_s})
     return pd.DataFrame(rows) if rows else None
 
@@ -549,18 +546,27 @@ def _round_costs(dev: DeviceSpec) -> str:
 def _rounds_alone(dev: DeviceSpec, table: pd.DataFrame) -> pd.DataFrame | None:
     """Matmul cases with one block per SM: what each round took beyond the model's work (measured
     time less the model's time without its barrier term, over the busiest SM's rounds)."""
-    t = table[(table.kind == "time") & table.case.str.startswith("matmul.")]
-    rows = []
-    for _, r in t.iterrows():
+    rows = [{"variant": _variant(r.case_id), "footprint_mib": 4 * p["k"] * (p["m"] + p["n"]) / 2**20,
+             "exposed_ns": 1e9 * (r.measured - pred.time_s + barrier.time_s) / barrier.work}
+            for r, p, pred, barrier in _matmul_barriers(dev, table, 1)]
+    return pd.DataFrame(rows) if rows else None
+
+
+def _matmul_barriers(dev: DeviceSpec, table: pd.DataFrame,
+                     blocks_per_sm: int) -> Iterator[tuple[pd.Series, dict, Prediction, Term]]:
+    """The timed matmul rows the model runs at `blocks_per_sm` with a barrier term: (row, its parameters,
+    its prediction, the term)."""
+    for _, r in table[(table.kind == "time") & table.case.str.startswith("matmul.")].iterrows():
         p = json.loads(r.params)
         pred = predict(r.case, dev, **p)
         barrier = next((b for b in pred.breakdown if b.name == "barrier"), None)
-        if pred.occupancy.blocks_per_sm != 1 or barrier is None:
-            continue
-        rows.append({"variant": re.sub(MATMUL_SIZES, "", r.case_id).replace("matmul.", ""),
-                     "footprint_mib": 4 * p["k"] * (p["m"] + p["n"]) / 2**20,
-                     "exposed_ns": 1e9 * (r.measured - pred.time_s + barrier.time_s) / barrier.work})
-    return pd.DataFrame(rows) if rows else None
+        if pred.occupancy.blocks_per_sm == blocks_per_sm and barrier is not None:
+            yield r, p, pred, barrier
+
+
+def _variant(case_id: str) -> str:
+    """A matmul case id without its sizes or the case family: 'tiled[tile=32]'."""
+    return re.sub(MATMUL_SIZES, "", case_id).replace("matmul.", "")
 
 
 def stencil_study(dev: DeviceSpec, data: pd.DataFrame, table: pd.DataFrame,
