@@ -18,9 +18,9 @@ Once the H200's own curve is recorded (plan h200_waves_curve), "now" reads it an
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +29,7 @@ import pandas as pd
 import perfmodel.models as models
 from perfmodel.ceilings import ceilings
 from perfmodel.devices import device
+from perfmodel.report.studies import _matmul_barriers
 
 ROOT = Path(__file__).resolve().parents[1]
 H100 = ROOT / "reports" / "data" / "h100" / "checks"
@@ -71,18 +72,17 @@ def falling_past_8(h100: dict[tuple[int, int], float]):
 
 
 def predict_all(rows: pd.DataFrame) -> pd.DataFrame:
-    """Each row's prediction: time, barrier rounds, the hoisted share, the DRAM share; two-block rows only
-    (slow: ~1 s a launch where the L2 replays are not cached yet)."""
-    out = []
-    for r in rows.itertuples():
-        p = models.predict(r.case, "h200", **json.loads(r.params))
-        barrier = next((t for t in p.breakdown if t.name == "barrier"), None)
-        if p.occupancy.blocks_per_sm != 2 or barrier is None:
-            continue
-        hoisted = HOISTED.search(barrier.note)
-        out.append(dict(row=r.Index, set=r.set, case_id=r.case_id, waves=p.waves, measured_s=r.measured,
-                        time_s=p.time_s, rounds=barrier.work, hoisted=float(hoisted.group(1)) if hoisted else 0.0,
-                        dram_share=p.dram_read_bytes / p.l2_read_bytes if p.l2_read_bytes else 0.0))
+    """Each two-block row's prediction (the report's `_matmul_barriers`): time, barrier rounds, the hoisted
+    share, the DRAM share (slow: ~1 s a launch where the L2 replays are not cached yet; progress by set)."""
+    out, sets = [], rows.set.unique()
+    for i, name in enumerate(sets, 1):
+        print(f"\r{name} ({i}/{len(sets)} sets)", end=" " * 8, file=sys.stderr, flush=True)
+        for r, _, p, barrier in _matmul_barriers(device("h200"), rows[rows.set == name], 2):
+            hoisted = HOISTED.search(barrier.note)
+            out.append(dict(row=r.name, set=r.set, case_id=r.case_id, waves=p.waves, measured_s=r.measured,
+                            time_s=p.time_s, rounds=barrier.work, hoisted=float(hoisted.group(1)) if hoisted else 0.0,
+                            dram_share=p.dram_read_bytes / p.l2_read_bytes if p.l2_read_bytes else 0.0))
+    print(file=sys.stderr)
     return pd.DataFrame(out)
 
 
