@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 import perfmodel
+from perfmodel.report import written
 
-TABLES = Path(__file__).resolve().parents[1] / "reports" / "h200"
 BINS = [0.0, 0.03, 0.06, 0.10, 1.0]
 
 
@@ -25,9 +25,7 @@ def launches(case: str = "matmul.coarsened", where: dict[str, int] | None = None
     """One row per recorded launch of `case` whose parameters match `where` (default COARSE 8): measured and
     predicted time, the DRAM share of the loads, the barrier rounds the model adds."""
     where = {"coarse": 8} if where is None else where
-    suite = pd.read_csv(TABLES / "comparison.csv.gz").assign(set="suite")
-    held = [pd.read_csv(f).assign(set=f.name.split(".")[0]) for f in sorted(TABLES.glob("h200_holdout*.csv.gz"))]
-    t = pd.concat([suite, *held], ignore_index=True)
+    t = written("h200")
     t = t[(t.kind == "time") & (t.case == case)]
     t = t[t.params.map(lambda s: all(json.loads(s).get(k) == v for k, v in where.items()))]
     t = t.drop_duplicates(["set", "params"])

@@ -29,6 +29,7 @@ import pandas as pd
 import perfmodel.models as models
 from perfmodel.ceilings import ceilings
 from perfmodel.devices import device
+from perfmodel.report import written
 from perfmodel.report.studies import _matmul_barriers
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,10 +40,7 @@ HOISTED = re.compile(r"(\d\.\d+) of the rounds load inside")
 
 def timed_matmuls() -> pd.DataFrame:
     """The report's timed matmul rows, suite and every held-out set."""
-    tables = [pd.read_csv(ROOT / "reports/h200/comparison.csv.gz").assign(set="suite")]
-    tables += [pd.read_csv(f).assign(set=f.name.removesuffix(".csv.gz"))
-               for f in sorted((ROOT / "reports/h200").glob("h200_holdout*.csv.gz"))]
-    d = pd.concat(tables, ignore_index=True)
+    d = written("h200")
     return d[(d.kind == "time") & d.case.str.startswith("matmul.")].reset_index(drop=True)
 
 

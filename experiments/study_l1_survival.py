@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -21,18 +20,16 @@ from scipy.special import gammaincc
 
 import perfmodel.models.placed as placed
 from perfmodel.models import _predict, predict
+from perfmodel.report import written
 
-REPORT = Path(__file__).resolve().parents[1] / "reports" / "h200"
 METRIC = "l2_requested_read_sectors"
 K_BINS = [0, 1300, 2500, 10**6]
 
 
 def rows() -> pd.DataFrame:
     """Suite rows (matmul and stencil) and held-out TILE 16 rows, with the model's prediction as it is."""
-    suite = pd.read_csv(REPORT / "comparison.csv.gz").assign(source="suite", model=lambda t: t.predicted)
-    held = pd.concat([pd.read_csv(f).assign(source=f.name.split(".")[0], model=lambda t: t.predicted_now)
-                      for f in sorted(REPORT.glob("h200_holdout*.csv.gz"))], ignore_index=True)
-    t = pd.concat([suite, held], ignore_index=True)
+    t = written("h200").rename(columns={"set": "source"})
+    t["model"] = t.predicted_now
     t = t[t.metric.eq(METRIC) & t.case.str.startswith(("matmul.", "stencil."))].drop_duplicates(["source", "case_id"])
     t = t.assign(tile=t.params.map(lambda s: json.loads(s).get("tile", 0)))
     tile16 = t.tile.eq(16) & t.case.isin(["matmul.tiled", "matmul.corner_turning"])

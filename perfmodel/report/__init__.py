@@ -25,6 +25,19 @@ def write_gzipped(table: pd.DataFrame, folder: Path, name: str) -> None:
     (folder / f"{name}.csv").unlink(missing_ok=True)
 
 
+def written(device: str = "h200", out: Path | None = None) -> pd.DataFrame:
+    """The per-case tables a build wrote, one frame (for studies that re-predict recorded rows): the suite's,
+    set "suite", and each measured held-out set's, set its name; `predicted_now` is today's model for both
+    (the suite's `predicted`)."""
+    from ..holdout import sets
+
+    folder = (out or REPORTS) / lookup(device).key
+    tables = [pd.read_csv(folder / "comparison.csv.gz").assign(set="suite", predicted_now=lambda t: t.predicted,
+                                                                         rel_error_now=lambda t: t.rel_error)]
+    tables += [pd.read_csv(f).assign(set=name) for name in sets() if (f := folder / f"{name}.csv.gz").exists()]
+    return pd.concat(tables, ignore_index=True)
+
+
 def build(device: str = "h200", out: Path | None = None, progress: bool = True) -> Path:
     """Write reports/<device>/ (CSV, PNG, Markdown per study) and reports/index.html."""
     t0 = time.time()
