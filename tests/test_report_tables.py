@@ -1,6 +1,7 @@
 """The report's per-case tables read back as one frame (what the experiment scripts re-predict)."""
 
 import pandas as pd
+import pytest
 
 from perfmodel.holdout import sets
 from perfmodel.report import write_gzipped, written
@@ -19,3 +20,8 @@ def test_the_suite_and_each_written_held_out_set_come_back_labelled(tmp_path):
     assert list(t.set) == ["suite", "suite", first, first] and second not in set(t.set)
     assert list(t.predicted_now) == [1.0, 2.0, 1.1, 2.1]  # the suite's own prediction is today's model
     assert list(t.rel_error_now) == [-0.2, -0.2, -0.12, -0.16]
+
+
+def test_a_folder_without_a_report_says_to_build_one(tmp_path):
+    with pytest.raises(SystemExit, match="perfmodel report"):
+        written("h200", tmp_path)

@@ -27,11 +27,13 @@ def write_gzipped(table: pd.DataFrame, folder: Path, name: str) -> None:
 
 def written(device: str = "h200", out: Path | None = None) -> pd.DataFrame:
     """The per-case tables a build wrote, one frame (for studies that re-predict recorded rows): the suite's,
-    set "suite", and each measured held-out set's, set its name; `predicted_now` is today's model for both
-    (the suite's `predicted`)."""
+    set "suite", and each measured held-out set's, set its name; `predicted_now` and `rel_error_now` are
+    today's model for both (the suite's `predicted` and `rel_error`)."""
     from ..holdout import sets
 
     folder = (out or REPORTS) / lookup(device).key
+    if not (folder / "comparison.csv.gz").exists():
+        raise SystemExit(f"no report tables under {folder}: build them first (`perfmodel report`)")
     tables = [pd.read_csv(folder / "comparison.csv.gz").assign(set="suite", predicted_now=lambda t: t.predicted,
                                                                          rel_error_now=lambda t: t.rel_error)]
     tables += [pd.read_csv(f).assign(set=name) for name in sets() if (f := folder / f"{name}.csv.gz").exists()]
