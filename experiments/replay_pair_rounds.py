@@ -27,14 +27,13 @@ import numpy as np
 import pandas as pd
 
 import perfmodel.models as models
-from perfmodel.ceilings import ceilings
 from perfmodel.devices import device
+from perfmodel.measurements import DATA_DIR
 from perfmodel.report import written
 from perfmodel.report.studies import _matmul_barriers
 
-ROOT = Path(__file__).resolve().parents[1]
-H100 = ROOT / "reports" / "data" / "h100" / "checks"
-TILES = {"barrier_pair_s": 1, "barrier_pair_two_tiles_s": 2}  # models.ROUND_PAIRS[2]
+H100 = DATA_DIR / "h100" / "checks"
+TILES = dict(zip(models.ROUND_PAIRS[2], (1, 2), strict=True))  # the two-block round's key -> its tiles a round
 HOISTED = re.compile(r"(\d\.\d+) of the rounds load inside")
 
 
@@ -89,8 +88,7 @@ def main() -> None:
     ap.add_argument("--csv", type=Path, help="write every launch's four predictions here")
     a = ap.parse_args()
     rows = timed_matmuls()
-    ceil = ceilings(device("h200"))
-    excess_s = ceil.latency_dram_s.value - ceil.latency_l2_s.value
+    excess_s = models.dram_latency_excess_s(device("h200"))
     now = predict_all(rows)
     law = models._pair_round_s
     models._pair_round_s = falling_past_8(h100_curve())

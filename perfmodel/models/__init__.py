@@ -240,17 +240,25 @@ def _pair_round_source(dev: DeviceSpec, waves: float | None) -> str:
     return f"at {waves:.1f} waves (its rounds at {', '.join(map(str, counts))} waves, log scale, held past the ends)"
 
 
+def dram_latency_excess_s(dev: DeviceSpec) -> float | None:
+    """How much longer a load DRAM serves waits than one L2 serves (probe.chase_cg); None where either
+    latency is not recorded."""
+    ceil = ceilings(dev)
+    if not ceil.latency_dram_s or not ceil.latency_l2_s:
+        return None
+    return ceil.latency_dram_s.value - ceil.latency_l2_s.value
+
+
 def hoisted_round_s(dev: DeviceSpec, dram_share: float) -> tuple[float, str] | None:
     """A round alone on an SM whose next tile's load the compiler issued inside this round's work (SASS):
     the chain runs while the load is in flight, so the round costs the idle round (probe.barrier_rounds
     without a chain), and a round whose tiles DRAM serves (`dram_share` of them) waits the DRAM latency's
     excess over L2's more (`sweep_miss_share`: over the waves). Held out, COARSE 8's 56 launches: MAPE 6.6
     -> 2.7 % (3.2 % with the launch's average share)."""
-    ceil = ceilings(dev)
     idle = _round_exposed_s(dev, "barrier_round_idle_s")
-    if idle is None or not ceil.latency_dram_s or not ceil.latency_l2_s:
+    excess = dram_latency_excess_s(dev)
+    if idle is None or excess is None:
         return None
-    excess = ceil.latency_dram_s.value - ceil.latency_l2_s.value
     return idle + dram_share * excess, (
         f"next tile loaded inside the work (SASS): the idle round {idle * 1e9:.0f} ns (probe.barrier_rounds, no "
         f"chain) + {dram_share:.2f} of the sweeps from DRAM (a wave's mean) x {excess * 1e9:.0f} ns "
