@@ -166,9 +166,11 @@ def _case_params(extra: list[str]) -> dict[str, int]:
     for flag in it:
         if not flag.startswith("--"):
             raise PerfModelError(f"unexpected argument {flag!r}: case parameters are --name value")
-        value = next(it, None)
+        flag, eq, inline = flag.partition("=")
+        value = inline if eq else next(it, None)
         if value is None or not value.lstrip("-").isdigit():
-            raise PerfModelError(f"parameter {flag} needs an integer value")
+            got = "nothing" if value is None else repr(value)
+            raise PerfModelError(f"parameter {flag} needs an integer value, got {got}")
         name = flag[2:].replace("-", "_")
         if name in params:
             raise PerfModelError(f"parameter {flag} given twice ({params[name]} and {value})")

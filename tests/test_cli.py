@@ -29,6 +29,8 @@ def test_bad_input_is_a_clear_error(capsys):
     assert "did you mean" in capsys.readouterr().err
     assert main(["predict", "matmul.tiled", "--m", "10", "--n", "10", "--k", "10", "--m", "20"]) == 2
     assert "parameter --m given twice (10 and 20)" in capsys.readouterr().err
+    assert main(["predict", "matmul.tiled", "--param", "m=10"]) == 2
+    assert "parameter --param needs an integer value, got 'm=10'" in capsys.readouterr().err
     assert main(["predict", "matmul.tiled", "--m", "10", "--n", "10", "--k", "0"]) == 2
     assert "loop ph runs 0 times" in capsys.readouterr().err
     assert main(["predict", "probe.store_lines", "--lines", "3"]) == 2
@@ -53,6 +55,8 @@ def test_predict_prints_the_breakdown(capsys):
     terms = out.split("time breakdown:\n")[1].split("  =>")[0].splitlines()
     assert len({t.index(" µs") for t in terms}) == 1  # the times line up, whatever the terms' names
     assert main(["predict", "matmul.tiled", "--m", "512", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["flops"] == 2 * 512 * 1024 * 1024
+    assert main(["predict", "matmul.tiled", "--m=512", "--json"]) == 0  # --name=value reads the same
     assert json.loads(capsys.readouterr().out)["flops"] == 2 * 512 * 1024 * 1024
 
 

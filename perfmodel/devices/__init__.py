@@ -63,5 +63,5 @@ def device(name: str | DeviceSpec) -> DeviceSpec:
     close = difflib.get_close_matches(name, labels, n=3, cutoff=0.4) or \
         [lab for lab in labels if wanted and wanted in _norm(lab)][:3]
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise UnknownDeviceError(f"unknown device {name!r}{hint} Known: "
+    raise UnknownDeviceError(f"unknown device {name!r}{hint or '.'} Known: "
                              f"{', '.join(s.key for s in devices())}")
