@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from pathlib import Path
 
@@ -31,10 +30,11 @@ from perfmodel.devices import device
 from perfmodel.measurements import DATA_DIR
 from perfmodel.report import written
 from perfmodel.report.studies import _matmul_barriers
+from perfmodel.sass import functions
+from perfmodel.suite.registry import get
 
 H100 = DATA_DIR / "h100" / "checks"
 TILES = dict(zip(models.ROUND_PAIRS[2], (1, 2), strict=True))  # the two-block round's key -> its tiles a round
-HOISTED = re.compile(r"(\d\.\d+) of the rounds load inside")
 
 
 def timed_matmuls() -> pd.DataFrame:
@@ -71,13 +71,13 @@ def falling_past_8(h100: dict[tuple[int, int], float]):
 def predict_all(rows: pd.DataFrame) -> pd.DataFrame:
     """Each two-block row's prediction (the report's `_matmul_barriers`): time, barrier rounds, the hoisted
     share, the DRAM share (slow: ~1 s a launch where the L2 replays are not cached yet; progress by set)."""
-    out, sets = [], rows.set.unique()
+    out, sets, sass = [], rows.set.unique(), functions("h200")
     for i, name in enumerate(sets, 1):
         print(f"\r{name} ({i}/{len(sets)} sets)", end=" " * 8, file=sys.stderr, flush=True)
-        for r, _, p, barrier in _matmul_barriers(device("h200"), rows[rows.set == name], 2):
-            hoisted = HOISTED.search(barrier.note)
+        for r, params, p, barrier in _matmul_barriers(device("h200"), rows[rows.set == name], 2):
+            fn = sass.get(get(r.case).entry(get(r.case).bind(**params)))
             out.append(dict(row=r.name, set=r.set, case_id=r.case_id, waves=p.waves, measured_s=r.measured,
-                            time_s=p.time_s, rounds=barrier.work, hoisted=float(hoisted.group(1)) if hoisted else 0.0,
+                            time_s=p.time_s, rounds=barrier.work, hoisted=fn.hoisted_share if fn else 0.0,
                             dram_share=p.dram_read_bytes / p.l2_read_bytes if p.l2_read_bytes else 0.0))
     print(file=sys.stderr)
     return pd.DataFrame(out)

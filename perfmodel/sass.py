@@ -43,6 +43,11 @@ class Function:
     loads_in_work: int = 0
     barriers: int = 0  # BAR instructions: two a load -> barrier -> work -> barrier round
 
+    @property
+    def hoisted_share(self) -> float:
+        """The share of the load -> barrier -> work -> barrier rounds whose load sits in the work before."""
+        return self.loads_in_work / (self.barriers / 2) if self.barriers else 0.0
+
 
 def parse(text: str) -> dict[str, Function]:
     """Every function of a cuobjdump -sass listing."""

@@ -61,6 +61,7 @@ def test_loads_in_work_are_those_after_a_barriers_shared_loads():
     the compiler moved into this round's work; one right after a barrier (no shared load yet) is not."""
     assert (parse(BARRIERS)["rounds"].loads_in_work, parse(BARRIERS)["rounds"].barriers) == (1, 3)
     assert parse(LISTING)["toy"].loads_in_work == 0  # no barrier
+    assert parse(LISTING)["toy"].hoisted_share == 0.0
 
 
 def test_the_compiler_moves_coarsened_matmuls_later_loads_into_the_work():
@@ -75,5 +76,6 @@ def test_the_compiler_moves_coarsened_matmuls_later_loads_into_the_work():
     for coarse in (1, 2, 4, 8):
         fn = fns[f"matmul_coarsened_32_{coarse}"]
         assert (fn.loads_in_work, fn.barriers) == (coarse - 1, 2 * coarse)  # two barriers a round
+        assert fn.hoisted_share == (coarse - 1) / coarse  # all but the first round's load
     for name in ("matmul_tiled_16", "matmul_tiled_32", "barrier_rounds_0", "barrier_rounds_32"):
         assert fns[name].loads_in_work == 0, name

@@ -443,7 +443,7 @@ def _predict(case_name: str, dev: DeviceSpec, items: tuple[tuple[str, int], ...]
         chain = flops / (2 * launch.threads_per_block * rounds)  # dependent FMAs per thread per round
         tiles = l1.load_requests / (launch.warps_per_block * rounds)  # tiles a block loads per round
         # loads the compiler issued inside the work before their round (SASS); the sweep share is matmul's
-        hoisted = fn.loads_in_work / (fn.barriers / 2) if fn and fn.barriers and case.model == "matmul" else 0.0
+        hoisted = fn.hoisted_share if fn and case.model == "matmul" else 0.0
         alone = hoisted and blocks_per_sm == 1  # only a block alone on its SM waits on the sweeps' share
         share = sweep_miss_share(dev, launch, p, dram.read_bytes) if alone else 0.0
         exposed, how = round_cost_s(dev, blocks_per_sm, chain, tiles, hoisted, share, waves) or (None, None)
