@@ -109,6 +109,18 @@ def test_expression_uses_cuda_names_and_c_operators():
     assert e.evaluate({"tx": np.arange(4), "bx": 0, "bdx": 4, "n": 3}).tolist() == [True, False, True, False]
 
 
+def test_a_launch_binds_its_definitions_once():
+    """A launch's expressions, inlined and parsed, are kept: binding them again returns the same one."""
+    from perfmodel.memory.expr import inlined, substitute
+
+    defs = {"row": "by*bdy + ty", "col": "bx*bdx + tx"}
+    e = inlined("row*n + col", defs)
+    assert e is inlined("row*n + col", dict(defs)) and e.text == substitute("row*n + col", defs)
+    assert e.names == {"by", "bdy", "ty", "n", "bx", "bdx", "tx"}
+    with pytest.raises(AccessError, match=r"\^"):
+        inlined("row +* 2", defs)
+
+
 def test_sampling_is_flagged_and_close():
     launch = Launch(block=(256, 1, 1), grid=(4096, 1, 1), loops={"it": 64}, defs={"i": "bx*256 + tx"})
     c = analyse(Access("x", "global", "(i*i + it) % 65536", loops=("it",)), launch)

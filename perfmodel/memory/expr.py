@@ -8,6 +8,7 @@ Division is C's integer division on non-negative operands.
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -138,6 +139,17 @@ def parse(text: str) -> Expr:
     e = Expr(text)
     _ = e.tree
     return e
+
+
+def inlined(text: str, defs: Mapping[str, str]) -> Expr:
+    """`text` with `defs` inlined (substitute), parsed; kept, as each launch of a kernel binds the same
+    few expressions again."""
+    return _inlined(text, tuple(defs.items()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _inlined(text: str, defs: tuple[tuple[str, str], ...]) -> Expr:
+    return parse(substitute(text, dict(defs)))
 
 
 def substitute(text: str, defs: Mapping[str, str]) -> str:

@@ -21,7 +21,7 @@ import numpy as np
 from ..errors import AccessError
 from .banks import shared_access
 from .coalescing import global_access, masked_lines
-from .expr import Expr, substitute
+from .expr import inlined
 from .lanes import WARP, distinct_sorted, line_keys, sorted_keys
 
 BLOCK_VARS = ("bx", "by", "bz")
@@ -113,8 +113,8 @@ class _Bound:
 
     def __init__(self, access: Access, launch: Launch) -> None:
         self.access, self.launch = access, launch
-        self.index = Expr(substitute(access.index, launch.defs))
-        self.cond = Expr(substitute(access.cond, launch.defs)) if access.cond else None
+        self.index = inlined(access.index, launch.defs)
+        self.cond = inlined(access.cond, launch.defs) if access.cond else None
         unknown = [lp for lp in access.loops if lp not in launch.loops]
         if unknown:
             raise AccessError(f"{access.name}: loop(s) {unknown} have no trip count in the launch")

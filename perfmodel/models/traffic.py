@@ -166,8 +166,11 @@ def block_key(indices: list[str], launch: Launch, blocks: np.ndarray) -> np.ndar
     """Per linear block id (row-major over the grid), one integer from its `indices`: equal for blocks
     that agree on them (all equal where there are none)."""
     gx, gy = launch.grid[0], launch.grid[1]
-    coords = {"bx": blocks % gx, "by": blocks // gx % gy, "bz": blocks // (gx * gy)}
-    return sum((coords[k] * 10**(6 * i) for i, k in enumerate(indices)), np.zeros_like(blocks))
+    coords = {"bx": lambda: blocks % gx, "by": lambda: blocks // gx % gy, "bz": lambda: blocks // (gx * gy)}
+    key = np.zeros_like(blocks)
+    for i, k in enumerate(indices):  # only the coordinates asked for (the arrays run to millions of ids)
+        key += coords[k]() * 10**(6 * i)
+    return key
 
 
 def shared_loads(accesses: list[Access], launch: Launch) -> list[tuple[list[str], float]]:
