@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 import functools
 import operator
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -97,41 +97,58 @@ class Expr:
         if missing:
             raise AccessError(f"index expression {self.text!r} uses undefined name(s) "
                               f"{', '.join(missing)}; defined: {', '.join(sorted(env))}")
-        return np.asarray(self._eval(self.tree, env))
+        return np.asarray(self._compiled(env))
 
-    def _eval(self, node: ast.AST, env: Mapping[str, Any]) -> Any:
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            return env[node.id]
-        if isinstance(node, ast.Attribute):
-            return env[_CUDA_BUILTINS[(node.value.id, node.attr)]]  # type: ignore[union-attr]
-        if isinstance(node, ast.BinOp):
-            return _BINOPS[type(node.op)](self._eval(node.left, env), self._eval(node.right, env))
-        if isinstance(node, ast.UnaryOp):
-            v = self._eval(node.operand, env)
-            return np.logical_not(v) if isinstance(node.op, ast.Not) else (-v if isinstance(node.op, ast.USub) else v)
-        if isinstance(node, ast.Compare):
-            left, out = self._eval(node.left, env), True
-            for op, comp in zip(node.ops, node.comparators, strict=True):
-                right = self._eval(comp, env)
-                out = np.logical_and(out, _CMPOPS[type(op)](left, right))
+    @cached_property
+    def _compiled(self) -> Callable[[Mapping[str, Any]], Any]:
+        return _compile(self.tree)
+
+
+def _compile(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
+    """A validated tree as nested closures (walked once, not at every evaluation)."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return lambda env: value
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        key = node.id if isinstance(node, ast.Name) else _CUDA_BUILTINS[(node.value.id, node.attr)]  # type: ignore[union-attr]
+        return lambda env: env[key]
+    if isinstance(node, ast.BinOp):
+        op, left, right = _BINOPS[type(node.op)], _compile(node.left), _compile(node.right)
+        return lambda env: op(left(env), right(env))
+    if isinstance(node, ast.UnaryOp):
+        operand = _compile(node.operand)
+        if isinstance(node.op, ast.Not):
+            return lambda env: np.logical_not(operand(env))
+        return (lambda env: -operand(env)) if isinstance(node.op, ast.USub) else operand
+    if isinstance(node, ast.Compare):
+        first = _compile(node.left)
+        chain = [(_CMPOPS[type(op)], _compile(c)) for op, c in zip(node.ops, node.comparators, strict=True)]
+
+        def compare(env: Mapping[str, Any]) -> Any:
+            left, out = first(env), True
+            for op, comp in chain:
+                right = comp(env)
+                out = np.logical_and(out, op(left, right))
                 left = right
             return out
-        if isinstance(node, ast.BoolOp):
-            vals = [self._eval(v, env) for v in node.values]
-            fn = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
-            out = vals[0]
-            for v in vals[1:]:
-                out = fn(out, v)
+        return compare
+    if isinstance(node, ast.BoolOp):
+        values = [_compile(v) for v in node.values]
+        join = np.logical_and if isinstance(node.op, ast.And) else np.logical_or
+
+        def boolean(env: Mapping[str, Any]) -> Any:
+            out = values[0](env)
+            for v in values[1:]:
+                out = join(out, v(env))
             return out
-        if isinstance(node, ast.IfExp):
-            return np.where(self._eval(node.test, env), self._eval(node.body, env),
-                            self._eval(node.orelse, env))
-        if isinstance(node, ast.Call):
-            args = [self._eval(a, env) for a in node.args]
-            return _FUNCS[node.func.id](*args)  # type: ignore[union-attr]
-        raise AccessError(f"cannot evaluate {ast.dump(node)}")  # unreachable after _validate
+        return boolean
+    if isinstance(node, ast.IfExp):
+        test, body, orelse = _compile(node.test), _compile(node.body), _compile(node.orelse)
+        return lambda env: np.where(test(env), body(env), orelse(env))
+    if isinstance(node, ast.Call):
+        fn, args = _FUNCS[node.func.id], [_compile(a) for a in node.args]  # type: ignore[union-attr]
+        return lambda env: fn(*(a(env) for a in args))
+    raise AccessError(f"cannot evaluate {ast.dump(node)}")  # unreachable after _validate
 
 
 def parse(text: str) -> Expr:

@@ -167,8 +167,10 @@ def block_key(indices: list[str], launch: Launch, blocks: np.ndarray) -> np.ndar
     that agree on them (all equal where there are none)."""
     gx, gy = launch.grid[0], launch.grid[1]
     coords = {"bx": lambda: blocks % gx, "by": lambda: blocks // gx % gy, "bz": lambda: blocks // (gx * gy)}
-    key = np.zeros_like(blocks)
-    for i, k in enumerate(indices):  # only the coordinates asked for (the arrays run to millions of ids)
+    if not indices:
+        return np.zeros_like(blocks)
+    key = coords[indices[0]]()  # only the coordinates asked for (the arrays run to millions of ids)
+    for i, k in enumerate(indices[1:], 1):
         key += coords[k]() * 10**(6 * i)
     return key
 
