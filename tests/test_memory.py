@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -119,6 +120,10 @@ def test_a_launch_binds_its_definitions_once():
     assert e.names == {"by", "bdy", "ty", "n", "bx", "bdx", "tx"}
     with pytest.raises(AccessError, match=r"\^"):
         inlined("row +* 2", defs)
+    env = {"by": 1, "bdy": 2, "ty": np.arange(2), "n": 10, "bx": 0, "bdx": 4, "tx": 3}
+    assert e.evaluate(env).tolist() == [23, 33]
+    again = pickle.loads(pickle.dumps(e))  # evaluated (so compiled) and still picklable
+    assert again == e and again.evaluate(env).tolist() == [23, 33]
 
 
 def test_sampling_is_flagged_and_close():

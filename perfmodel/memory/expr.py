@@ -103,6 +103,9 @@ class Expr:
     def _compiled(self) -> Callable[[Mapping[str, Any]], Any]:
         return _compile(self.tree)
 
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "_compiled"}  # closures do not pickle
+
 
 def _compile(node: ast.AST) -> Callable[[Mapping[str, Any]], Any]:
     """A validated tree as nested closures (walked once, not at every evaluation)."""
