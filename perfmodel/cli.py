@@ -160,7 +160,7 @@ def cmd_cases(a: argparse.Namespace) -> None:
 
 
 def _case_params(extra: list[str]) -> dict[str, int]:
-    """--name value pairs after the case: its parameters."""
+    """--name value (or --name=value) pairs after the case: its parameters."""
     params: dict[str, int] = {}
     it = iter(extra)
     for flag in it:
