@@ -75,7 +75,8 @@ def predict_all(rows: pd.DataFrame) -> pd.DataFrame:
     for i, name in enumerate(sets, 1):
         print(f"\r{name} ({i}/{len(sets)} sets)", end=" " * 8, file=sys.stderr, flush=True)
         for r, params, p, barrier in _matmul_barriers(device("h200"), rows[rows.set == name], 2):
-            fn = sass.get(get(r.case).entry(get(r.case).bind(**params)))
+            case = get(r.case)
+            fn = sass.get(case.entry(case.bind(**params)))
             out.append(dict(row=r.name, set=r.set, case_id=r.case_id, waves=p.waves, measured_s=r.measured,
                             time_s=p.time_s, rounds=barrier.work, hoisted=fn.hoisted_share if fn else 0.0,
                             dram_share=p.dram_read_bytes / p.l2_read_bytes if p.l2_read_bytes else 0.0))
