@@ -27,13 +27,11 @@ import pandas as pd
 
 import perfmodel.models as models
 from perfmodel.devices import device
-from perfmodel.measurements import DATA_DIR
 from perfmodel.report import written
 from perfmodel.report.studies import _matmul_barriers
 from perfmodel.sass import functions
 from perfmodel.suite.registry import get
 
-H100 = DATA_DIR / "h100" / "checks"
 TILES = dict(zip(models.ROUND_PAIRS[2], (1, 2), strict=True))  # the two-block round's key -> its tiles a round
 
 
@@ -47,8 +45,7 @@ def h100_curve() -> dict[tuple[int, int], float]:
     """(tiles, waves) -> the H100's two-block round beyond the work (1-32 waves from waves_curve, 64 and 128
     from waves_tail)."""
     dev = device("h200")
-    curve = models.recorded_pair_rounds(dev, pd.read_csv(H100 / "waves_curve" / "measurements.csv.gz"))
-    tail = models.recorded_pair_rounds(dev, pd.read_csv(H100 / "waves_tail" / "measurements.csv.gz"))
+    curve, tail = (models.checked_pair_rounds(dev, check) or {} for check in ("waves_curve", "waves_tail"))
     return {**{k: v for k, v in tail.items() if k[1] > 32}, **curve}
 
 

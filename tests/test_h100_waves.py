@@ -6,21 +6,19 @@ model."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pandas as pd
 import pytest
 
 from perfmodel.devices import device
-from perfmodel.models import recorded_pair_rounds, round_exposed_s
+from perfmodel.models import checked_pair_rounds, round_exposed_s
 
-CHECKS = Path(__file__).resolve().parents[1] / "reports" / "data" / "h100" / "checks"
 WAVES = (1, 2, 4, 8, 16, 32)
 
 
-def _rounds(folder: str) -> dict[tuple[int, int], float]:
+def _rounds(check: str) -> dict[tuple[int, int], float]:
     """(tiles a round, waves) -> the H100's round beyond the work the model counts on the H200's SM (s)."""
-    return recorded_pair_rounds(device("h200"), pd.read_csv(CHECKS / folder / "measurements.csv.gz"))
+    rounds = checked_pair_rounds(device("h200"), check)
+    assert rounds is not None, f"reports/data/h100/checks/{check} is not recorded"
+    return rounds
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ from ..devices import DeviceSpec
 from ..devices import device as lookup
 from ..errors import LimitError, PerfModelError
 from ..l2replay import predicted_read_bytes
-from ..measurements import load, median_times
+from ..measurements import DATA_DIR, load, median_times
 from ..memory import analyse
 from ..memory.coalescing import LINE_BYTES
 from ..naive_k import excess as naive_k_excess
@@ -178,6 +178,13 @@ def recorded_pair_rounds(dev: DeviceSpec, data: pd.DataFrame) -> dict[tuple[int,
     times = median_times(data)
     return {(tiles, w): beyond_work_s(dev, c) for tiles in (1, 2)
             for w, c in round_slopes_by_waves(data, times, tiles, "recorded")}
+
+
+def checked_pair_rounds(dev: DeviceSpec, check: str, card: str = "h100") -> dict[tuple[int, int], float] | None:
+    """`recorded_pair_rounds` of a check run kept under reports/data/`card`/checks/`check` (another card's
+    probe.barrier_waves; not read by the model); None where it is not recorded."""
+    data = load(check, DATA_DIR / card / "checks")
+    return recorded_pair_rounds(dev, data) if len(data) else None
 
 
 @on_disk

@@ -13,9 +13,9 @@ import pandas as pd
 
 from ..ceilings import ROUND_CHAIN_FMAS, Ceilings, in_flight_curve
 from ..devices import DeviceSpec
-from ..measurements import DATA_DIR, param
+from ..measurements import param
 from ..memory.coalescing import LINE_BYTES
-from ..models import Prediction, Term, predict, recorded_pair_rounds, round_exposed_s
+from ..models import Prediction, Term, checked_pair_rounds, predict, recorded_pair_rounds, round_exposed_s
 from ..models.overlap import staircase_level, streams_time
 from ..occupancy import curves
 from ..validate import l2_input_busy
@@ -491,9 +491,8 @@ def _pair_rounds_figure(dev: DeviceSpec, data: pd.DataFrame, paired: pd.DataFram
                 for tiles, style in ((1, "C7--"), (2, "k-"))]
     cards = [(recorded_pair_rounds(dev, data), f"probe.barrier_waves on the {dev.name}", "D")]
     for check in ("waves_curve", "waves_tail"):
-        if (path := DATA_DIR / "h100" / "checks" / check / "measurements.csv.gz").exists():
-            cards.append((recorded_pair_rounds(dev, pd.read_csv(path)), f"the same on an H100 ({check}; "
-                          "not read by the model)", "x"))
+        if (rounds := checked_pair_rounds(dev, check)) is not None:
+            cards.append((rounds, f"the same on an H100 ({check}; not read by the model)", "x"))
     for rounds, label, marker in cards:
         for tiles, colour in ((1, "C7"), (2, "k")):
             w = sorted(k for t, k in rounds if t == tiles)
