@@ -33,3 +33,10 @@ def describe(rows) -> str:
     lines = [f"{r.study} {r.case_id} {r.metric}: predicted {r.predicted:.6g}, measured {r.measured:.6g} "
              f"({100 * r.rel_error:+.2f} %)" for r in rows.head(15).itertuples()]
     return f"{len(rows)} row(s) off:\n  " + "\n  ".join(lines)
+
+
+def rows_where(t, **eq):
+    """The rows of `t` whose column k equals v, or is in v where v is a list, tuple or set, for each k=v."""
+    for k, v in eq.items():
+        t = t[t[k].isin(v) if isinstance(v, list | tuple | set) else t[k] == v]
+    return t

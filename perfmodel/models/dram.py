@@ -90,7 +90,7 @@ def reread_miss(dev: DeviceSpec, footprint_bytes: float) -> float:
 # The kernels (case, tile) whose B is swept like a stream: each block row reads all of B in launch order.
 # Their DRAM reads follow the kernel's own loss curve where it is recorded (perfmodel.b_curve), else the
 # read stream's measured loss at the footprint of the same demand on each partition (`swept_footprint`);
-# suite and held-out TILE 16 in the band: tests/test_recorded_h200.py.
+# suite and held-out TILE 16 in the band: tests/test_recorded_dram.py.
 # Not corner-turning (+115..+181 % at 38-47 MiB) nor TILE 32 or COARSE (they lose more below 36 MiB and
 # less above; their recorded schedules replayed explain them, perfmodel.l2replay - COARSE 4 and 8 read
 # their own curves over B and a group's A instead, `own_loss`).

@@ -30,7 +30,7 @@ from . import figures
 from .page import Page, b_band_rows
 
 RAMP_MIB = (30, 42)  # where the families lie on one curve (past it each jumps at its own size)
-BAND_FROM_BYTES = 20 << 20  # the suite rows counted: B from 20 MiB to the whole L2 (tests/test_recorded_h200.py)
+BAND_FROM_BYTES = 20 << 20  # the suite rows counted: B from 20 MiB to the whole L2 (tests/test_recorded_dram.py)
 
 
 def b_curve_section(dev: DeviceSpec, table: pd.DataFrame, folder: Path, page: Page) -> str:
