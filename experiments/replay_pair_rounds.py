@@ -45,7 +45,10 @@ def h100_curve() -> dict[tuple[int, int], float]:
     """(tiles, waves) -> the H100's two-block round beyond the work (1-32 waves from waves_curve, 64 and 128
     from waves_tail)."""
     dev = device("h200")
-    curve, tail = (models.checked_pair_rounds(dev, check) or {} for check in ("waves_curve", "waves_tail"))
+    curve, tail = (models.checked_pair_rounds(dev, check) for check in ("waves_curve", "waves_tail"))
+    if curve is None or tail is None:
+        raise SystemExit("replay_pair_rounds: needs the H100's probe.barrier_waves under "
+                         "reports/data/h100/checks/waves_curve and waves_tail")
     return {**{k: v for k, v in tail.items() if k[1] > 32}, **curve}
 
 

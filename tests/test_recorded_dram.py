@@ -2,7 +2,7 @@
 L2's retention curves, B's band in the matmuls, writes inside the kernel.
 
 Runs in CI, no GPU. What is exact is asserted exact; where the model is a bound or has a known, explained
-gap the test asserts the bound and names the gap; time accuracy is asserted at the level reached so far.
+gap the test asserts the bound and names the gap.
 """
 
 from __future__ import annotations

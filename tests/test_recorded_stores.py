@@ -2,7 +2,7 @@
 sectors written in part and lost between their writers, the crossbar into L2.
 
 Runs in CI, no GPU. What is exact is asserted exact; where the model is a bound or has a known, explained
-gap the test asserts the bound and names the gap; time accuracy is asserted at the level reached so far.
+gap the test asserts the bound and names the gap.
 """
 
 from __future__ import annotations
