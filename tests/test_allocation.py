@@ -85,8 +85,10 @@ def test_the_read_streams_curve_is_not_tile_16s_gap():
     (GPU-507cf182), its loss per pass moves at most 6.5 points between allocations (52 MiB 0.54-0.59), and the
     suite's own runs of it lie within 5.5 points of the allocations' median at every size - so TILE 16's +61 %
     at 2048 x 5120 when the model read that curve at 4/3 of B (53 MiB) was the mapping's, not the curve's (TILE
-    16 now reads its own, perfmodel.b_curve). The model's curve pools both (`ceilings._l2_retention`)."""
-    from perfmodel.ceilings import _at, _l2_retention, ceilings
+    16 now reads its own, perfmodel.b_curve). The model's curve pools both (`ceilings.retention._l2_retention`)."""
+    from perfmodel.ceilings import ceilings
+    from perfmodel.ceilings.base import _at
+    from perfmodel.ceilings.retention import _l2_retention
     from perfmodel.measurements import load
 
     a = allocations("h200")

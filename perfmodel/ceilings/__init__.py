@@ -1,9 +1,9 @@
 """Ceilings of a device: measured by the suite where recorded (reports/data/<device>/), datasheet
-values otherwise, each labelled with where it came from."""
+values otherwise, each labelled with where it came from. L2's loss curves are read in `retention`, the
+law for sectors two writers share in `partial`, the shared curve helpers in `base`."""
 
 from __future__ import annotations
 
-import functools
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -11,61 +11,38 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from .cache import on_disk
-from .devices import DeviceSpec
-from .devices import device as lookup
-from .errors import PerfModelError
-from .measurements import load, median_times, param, written_back
+from ..cache import on_disk
+from ..devices import DeviceSpec
+from ..devices import device as lookup
+from ..errors import PerfModelError
+from ..measurements import load, median_times, param, written_back
+from .base import READERS, RETENTION_PASSES, Ceiling, _at, _ncu_read_curve, _scaled
+from .partial import (
+    PARTIAL_CALIBRATION_N,
+    PartialLaw,
+    _partial_loss,
+    partial_law,
+    split_store_pairs,
+    written_back_shares,
+)
+from .retention import (
+    STORE_FOOTPRINTS,
+    _allocation_draws,
+    _l2_retention,
+    _l2_store_loss,
+    _line_writes,
+    retention_by_run,
+)
 
 if TYPE_CHECKING:
-    from .models.combining import StoreCombining
+    from ..models.combining import StoreCombining
 
 ROUND_CHAIN_FMAS = 32  # probe.barrier_rounds' work per round (tiled matmul's at TILE 32)
 
 
-@dataclass(frozen=True)
-class Ceiling:
-    name: str
-    value: float
-    unit: str
-    source: str  # "measured: <case>" or "datasheet"
-    cases: tuple[str, ...] = ()  # the recorded cases a fitted ceiling comes from
-
-
-def _weibull(x: float, scale: float, shape: float) -> float:
-    return float(1 - np.exp(-((x / scale) ** shape)))
-
-
-@dataclass(frozen=True)
-class PartialLaw:
-    """Sectors two writers each write in part, the second `between` bytes of the kernel's traffic
-    after the first: L2 has lost the share 1 - exp(-(between / scale)^shape) first (filled from DRAM
-    and written back, once for each piece), and each fill adds fill_s x (between / ref)^-fill_exponent
-    to a streaming kernel's time. Earlier still, 1 - exp(-(between / written_scale)^written_shape), L2
-    has written the first piece back (filled, and one DRAM write more: the second piece then lands in
-    the whole clean sector, unless L2 has also lost it). All fitted on probe.split_store (partial_law)."""
-
-    scale_bytes: float
-    shape: float
-    fill_s: float  # at ref_bytes
-    fill_exponent: float
-    ref_bytes: float = 16 << 20
-    written_scale_bytes: float = 0.0  # none: written back as late as lost
-    written_shape: float = 0.0
-
-    def lost(self, between_bytes: float) -> float:
-        return _weibull(between_bytes, self.scale_bytes, self.shape)
-
-    def written_back(self, between_bytes: float) -> float:
-        """The share of sectors two writers share that L2 writes back between them (one DRAM write
-        more each); at least the share lost."""
-        if not self.written_scale_bytes:
-            return self.lost(between_bytes)
-        return max(self.lost(between_bytes),
-                   _weibull(between_bytes, self.written_scale_bytes, self.written_shape))
-
-    def per_fill_s(self, between_bytes: float) -> float:
-        return float(self.fill_s * (max(between_bytes, 1.0) / self.ref_bytes) ** -self.fill_exponent)
+__all__ = ["FABRIC_READ", "PARTIAL_CALIBRATION_N", "READERS", "RETENTION_PASSES", "ROUND_CHAIN_FMAS",
+           "STORE_FOOTPRINTS", "Ceiling", "Ceilings", "PartialLaw", "ceilings", "in_flight_curve", "partial_law",
+           "retention_by_run", "round_slopes_by_waves", "split_store_pairs", "written_back_shares"]
 
 
 @dataclass(frozen=True)
@@ -249,145 +226,6 @@ def _loaded_latency(data, dev: DeviceSpec) -> dict[str, object]:
                                       + f" streams up to {read[-1][0] / 1e12:.2f} TB/s")}
 
 
-def _ncu_read_curve(data, case: str, point,
-                    draws: pd.DataFrame | None = None) -> tuple[tuple[tuple[float, float], ...], list[str]]:
-    """A curve from ncu's DRAM reads of a case's launches (median per case): `point(params, bytes)`
-    gives each one's (x, y), or None to leave it out; a y measured twice at one x is their median.
-    `draws`: more launches of the case (case_id, params, value), each one y of its own (`_allocation_draws`).
-    Returns the curve sorted by x, and the cases used."""
-    sel = data[(data.case == case) & (data.source == "ncu") & (data.metric == "dram__bytes_read.sum")]
-    reads = sel.groupby(["case_id", "params"]).value.median().reset_index()
-    if draws is not None and len(draws):
-        reads = pd.concat([reads, draws[["case_id", "params", "value"]]], ignore_index=True)
-    pts: dict[float, list[float]] = {}
-    cases = []
-    for cid, params, value in zip(reads.case_id, reads.params, reads.value, strict=True):
-        if (xy := point(json.loads(params), float(value))) is not None:
-            pts.setdefault(float(xy[0]), []).append(xy[1])
-            cases.append(cid)  # a draw's id tags its case's with "@call"
-    return tuple(sorted((x, float(np.median(y))) for x, y in pts.items())), sorted(cases)
-
-
-READERS = {"one": "l2_retention", "shared": "l2_shared_retention", "split": "l2_split_retention"}
-RETENTION_PASSES = 4  # the pass count the retention curves are measured at over 16-128 MiB
-
-
-def _at(curve: tuple[tuple[float, float], ...], x: float) -> float:
-    xs, ys = zip(*curve, strict=True)
-    return float(np.interp(x, xs, ys))
-
-
-def _scaled(curve: tuple[tuple[float, float], ...], main: tuple[tuple[float, float], ...], x: float) -> float:
-    """`curve` at x; below its sizes `main` at x times their ratio at curve's smallest; above them `main`
-    (past the whole L2 every pass loses all: held-out set 33's 61 MiB stream, 8 passes, 94 % per pass)."""
-    if x > curve[-1][0]:
-        return _at(main, x)
-    if x >= curve[0][0]:
-        return _at(curve, x)
-    ref = _at(main, curve[0][0])
-    return _at(main, x) * curve[0][1] / ref if ref > 0 else _at(main, x)
-
-
-def _lost_per_pass(passes: int, p: dict, read: float) -> tuple[float, float] | None:
-    """A retention probe's launch as a curve point (buffer bytes, share lost per pass after the first),
-    if it ran `passes` passes with readers changing (mult = 1, the same reader each pass, is a control)."""
-    size = 4 * p["n"]
-    if p.get("passes", 1) != passes or p.get("mult", 0) == 1:
-        return None
-    return size, min(max((read / size - 1) / (passes - 1), 0.0), 1.0)
-
-
-def _allocation_draws(device_key: str, case: str) -> pd.DataFrame:
-    """`case`'s launches in the allocation sweeps (perfmodel.allocation: the same launch behind pads of
-    0-130 MiB), one draw per allocation: case_id (tagged with its call), params and value
-    (its two launches' mean DRAM reads)."""
-    from .allocation import allocations
-
-    a = allocations(device_key)
-    a = a[a.case == case]
-    return pd.DataFrame({"case_id": a.case_id + "@" + a.call, "params": a.params, "value": a.read_bytes})
-
-
-def _l2_retention(data, case: str = "probe.l2_read", key: str = "l2_retention",
-                  what: str = "a re-read buffer", draws: pd.DataFrame | None = None) -> dict[str, object]:
-    """`case` over buffers of several sizes, several passes each, under ncu: the share of the buffer
-    read from DRAM again on each pass after the first, by the buffer's size - one curve per pass
-    count, the main one at RETENTION_PASSES (probe.l2_read_shared: its launches with readers changing,
-    mult != 1; mult = 1 is the stream again, a control). `draws`: the same launches in other allocations,
-    each a y of its own at its size (where the arrays lie moves a band size's count by up to 10 %)."""
-    by_passes: dict[int, tuple] = {}
-    used: list[str] = []
-    for n in sorted({json.loads(q).get("passes", 1) for q in data[data.case == case].params} - {1}):
-        curve, cases = _ncu_read_curve(data, case, functools.partial(_lost_per_pass, n), draws)
-        if len(curve) >= 2:  # a count at one size is no curve (20 passes: the L2 bandwidth probe at 32 MiB)
-            by_passes[n], used = curve, used + cases
-    curve = by_passes.pop(RETENTION_PASSES, ())
-    if len(curve) < 4:
-        return {}
-    pooled = sum("@" in c for c in used)
-    used = sorted({c.split("@")[0] for c in used})
-    half = float(np.interp(0.5, [y for _, y in curve], [x for x, _ in curve]))
-    return {key: curve, f"{key}_passes": tuple(sorted(by_passes.items())), f"{key}_probe": Ceiling(
-        f"L2 retention: footprint of {what} that loses half of it between passes ({RETENTION_PASSES} passes)",
-        half, "B", f"measured: {case} under ncu at {len(curve)} sizes, "
-        f"{int(curve[0][0]) >> 20}-{int(curve[-1][0]) >> 20} MiB"
-        + (f"; also at {', '.join(str(n) for n in sorted(by_passes))} passes" if by_passes else "")
-        + (f"; pooled with {pooled} allocations of the same launches (perfmodel.allocation)" if pooled else ""),
-        tuple(sorted(used)))}
-
-
-STORE_FOOTPRINTS = "store_footprints"  # reports/data/<device>/checks/: probe.store_lines cycling over its lines
-
-
-def _line_writes(case, p: dict) -> int:
-    """probe.store_lines' (request, line) writes: every warp, every pass, `lines` lines a request."""
-    launch = case.launch(p)
-    return launch.blocks * launch.warps_per_block * p["passes"] * p["lines"]
-
-
-def _l2_store_loss(dev: DeviceSpec) -> dict[str, object]:
-    """probe.store_lines writing whole sectors over footprints of 8-256 MiB of lines, many visits each,
-    in the write-back pass (checks/store_footprints): every dirty line reaches DRAM once, during the
-    kernel or in the flush after it, so the write-backs beyond the first writes are the revisits L2 had
-    lost - their share of the revisits, by the bytes of the lines cycled over."""
-    from .measurements import DATA_DIR
-    from .suite.registry import get
-
-    data = load(STORE_FOOTPRINTS, DATA_DIR / dev.key / "checks")
-    wb = written_back(data)
-    sel = data[(data.case == "probe.store_lines") & data.case_id.isin(wb.index)].drop_duplicates("case_id")
-    pts, cases = [], []
-    for cid, params in zip(sel.case_id, sel.params, strict=True):
-        p = json.loads(params)
-        if p["lines"] != 4:  # one whole sector of each of 4 lines a request
-            continue
-        writes = _line_writes(get("probe.store_lines"), p)
-        first = min(p["footprint_lines"], writes)
-        if writes <= first:
-            continue
-        lost = (wb.written_bytes[cid] / 32 - first) / (writes - first)
-        pts.append((128.0 * p["footprint_lines"], min(max(float(lost), 0.0), 1.0)))
-        cases.append(cid)
-    if len(pts) < 4:
-        return {}
-    curve = tuple(sorted(pts))
-    half = float(np.interp(0.5, [y for _, y in curve], [x for x, _ in curve]))
-    return {"l2_store_loss_curve": curve, "l2_store_loss_probe": Ceiling(
-        "L2 store loss: bytes of lines a store stream cycles over that lose half its revisits", half, "B",
-        f"measured: probe.store_lines in the write-back pass at {len(curve)} footprints, "
-        f"{int(curve[0][0]) >> 20}-{int(curve[-1][0]) >> 20} MiB of lines (checks/{STORE_FOOTPRINTS})",
-        tuple(sorted(cases)))}
-
-
-def retention_by_run(data, case: str) -> dict[str, tuple[tuple[float, float], ...]]:
-    """`case`'s retention curve at RETENTION_PASSES (readers changing where it has mult), one per run:
-    run id -> ((footprint bytes, share lost per pass), ...): probes compared within one run (the split
-    readers beside the shared ones), and each sweep's own curve drawn beside the merged one."""
-    lost = functools.partial(_lost_per_pass, RETENTION_PASSES)
-    runs = data[data.case == case].run_id.unique()
-    return {run: curve for run in sorted(runs) if (curve := _ncu_read_curve(data[data.run_id == run], case, lost)[0])}
-
-
 FABRIC_BUSY = "lts__ltcfabric2ltc_cycles_active.avg.pct_of_peak_sustained_elapsed"
 FABRIC_READ = "lts__t_sectors_srcunit_ltcfabric_op_read.sum"
 
@@ -476,8 +314,8 @@ def _l2_input_rate(dev: DeviceSpec):
     def pick(c, p, t):
         if p["footprint_lines"] * 128 > dev.l2_bytes:
             return None
-        from .models.l1 import case_l1
-        from .models.traffic import block_merged, l2_input_units
+        from ..models.l1 import case_l1
+        from ..models.traffic import block_merged, l2_input_units
 
         l1 = case_l1(c, p)
         return l2_input_units(l1, 0.0, block_merged(l1)) / t
@@ -501,103 +339,6 @@ def _l2_piece_fills(data) -> dict[str, object]:
         f"{int(curve[0][0]) >> 20}-{int(curve[-1][0]) >> 20} MiB moved", tuple(cases))}
 
 
-def split_store_pairs(data, times, l2_bytes: float):
-    """probe.split_store past L2 under ncu, each shifted launch (offset off a sector: one sector
-    shared by two warps per segment boundary, n / 32 of them) beside the aligned one at the same n and
-    dist (the same scattered order, no shared sector): the bytes moved between the two writers (dist
-    warps apart, at the model's mean bytes a block: models.written.block_bytes), the share of shared sectors
-    lost (each filled twice: DRAM reads past the aligned launch's / (2 x shared)), the fills and the
-    time they add, and the DRAM writes in the kernel past the aligned launch's over the shared
-    sectors' bytes (`rewritten`)."""
-    import pandas as pd
-
-    from .models.written import block_bytes
-    from .suite.registry import get
-
-    case = get("probe.split_store")
-
-    def between(p: dict) -> float:
-        bound = case.bind(**p)
-        launch = case.launch(bound)
-        return block_bytes(launch, case.compulsory_bytes(bound), 0) * p["dist"] * 32 / launch.threads_per_block
-
-    sel = data[(data.case == "probe.split_store") & (data.source == "ncu")
-               & data.metric.isin(["dram__bytes_read.sum", "dram__bytes_write.sum"])]
-    dram = sel.pivot_table(index=["case_id", "params"], columns="metric", values="value", aggfunc="median")
-    rows = {}
-    for (cid, params), (read, write) in zip(dram.index, dram[["dram__bytes_read.sum", "dram__bytes_write.sum"]]
-                                            .to_numpy(), strict=True):
-        p = json.loads(params)
-        if 4 * p["n"] > l2_bytes and cid in times:
-            rows[(p["n"], p["dist"], p["offset"] % 32 != 0)] = (cid, float(read), float(times[cid]), float(write))
-    out = []
-    for (n, dist, shifted), (cid, read, t, write) in rows.items():
-        if not shifted or (aligned := rows.get((n, dist, False))) is None:
-            continue
-        fills = max(read - aligned[1], 0.0) / 32
-        out.append({"case_id": cid, "aligned_id": aligned[0], "n": n, "dist": dist,
-                    "between_bytes": between({"n": n, "dist": dist, "offset": 4}),
-                    "lost": min(fills / (2 * n / 32), 1.0), "fills": fills, "added_s": t - aligned[2],
-                    "rewritten": (write - aligned[3]) / n})
-    return pd.DataFrame(out)
-
-
-# probe.split_store's buffer sizes that calibrate partial_law; its launches at other sizes (256 MiB
-# a buffer: the suite's, and the sweep's full range of distances) test it
-PARTIAL_CALIBRATION_N = (1 << 25, 1 << 27)
-
-
-def _weibull_fit(between: np.ndarray, share: np.ndarray) -> tuple[float, float]:
-    """(scale, shape) of 1 - exp(-(between / scale)^shape) by least squares on ln(-ln(1 - share))
-    against ln(between), shares clipped at 99.9 %."""
-    shape, offset = np.polyfit(np.log(between), np.log(-np.log(1 - np.clip(share, None, 0.999))), 1)
-    return float(np.exp(-offset / shape)), float(shape)
-
-
-def written_back_shares(pairs):
-    """Each pair's DRAM writes past the aligned launch's (`rewritten`) over those of the launch of the
-    same buffer size that lost all its shared sectors (at least 95 %): the share written back before
-    the second writer. All lost, the writes exceed the one rewrite a shared sector by a constant ~6 MB
-    at 128-512 MiB a buffer (L2 ends the kernel with fewer lines dirty), which this scale takes out.
-    Sizes with no such launch are left out."""
-    full = pairs[pairs.lost >= 0.95].groupby("n").rewritten.median()
-    kept = pairs[pairs.n.isin(full.index)]
-    return kept.assign(written_back=(kept.rewritten / kept.n.map(full)).clip(lower=0.0))
-
-
-def partial_law(pairs) -> PartialLaw | None:
-    """Fit PartialLaw to split_store_pairs: the loss's scale and shape (Weibull, _weibull_fit), the
-    fill cost's power law in log-log, over the pairs losing at least 1 % of their shared sectors;
-    the write-backs' Weibull over those writing back at least 1 % (written_back_shares)."""
-    lossy = pairs[(pairs.lost >= 0.01) & (pairs.fills > 0)]
-    if lossy.between_bytes.nunique() < 2:
-        return None
-    scale, shape = _weibull_fit(lossy.between_bytes.to_numpy(), lossy.lost.to_numpy())
-    x = np.log(lossy.between_bytes.to_numpy())
-    slope, at = np.polyfit(x - np.log(PartialLaw.ref_bytes), np.log((lossy.added_s / lossy.fills).to_numpy()), 1)
-    written = written_back_shares(pairs)
-    written = written[written.written_back.between(0.01, 0.999)]
-    w_scale, w_shape = (_weibull_fit(written.between_bytes.to_numpy(), written.written_back.to_numpy())
-                        if written.between_bytes.nunique() >= 2 else (0.0, 0.0))
-    return PartialLaw(scale, shape, float(np.exp(at)), float(-slope), written_scale_bytes=w_scale,
-                      written_shape=w_shape)
-
-
-def _partial_loss(data, times, dev: DeviceSpec) -> dict[str, object]:
-    pairs = split_store_pairs(data, times, dev.l2_bytes)
-    cal = pairs[pairs.n.isin(PARTIAL_CALIBRATION_N)] if len(pairs) else pairs
-    law = partial_law(cal) if len(cal) else None
-    if law is None:
-        return {}
-    half = law.scale_bytes * np.log(2) ** (1 / law.shape)
-    return {"partial_law": law, "partial_loss_probe": Ceiling(
-        "L2's loss of sectors two writers share: bytes between the writers that lose half", float(half), "B",
-        f"measured: probe.split_store under ncu, shifted against aligned, {len(cal)} pairs at "
-        f"{cal.between_bytes.min() / 2**20:.0f}-{cal.between_bytes.max() / 2**20:.0f} MiB between, "
-        f"{', '.join(f'{4 * n >> 20}' for n in PARTIAL_CALIBRATION_N)} MiB a buffer",
-        tuple(sorted({*cal.case_id, *cal.aligned_id})))}
-
-
 def _case_ids(df, case: str) -> list[str]:
     return sorted(set(df[df.case == case].case_id))
 
@@ -616,7 +357,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
     fp64 = Ceiling("FP64", dev.fp64_flops_per_s, "FLOP/s", sheet)
     extra: dict[str, object] = {}
     if len(data):
-        from .suite.registry import REGISTRY, _load
+        from ..suite.registry import REGISTRY, _load
 
         _load()
 
@@ -698,7 +439,7 @@ def ceilings(device: str | DeviceSpec = "h200") -> Ceilings:
         if (m := measured("probe.store_lines", _l2_input_rate(dev))):
             extra["l2_input_per_s"] = Ceiling("crossbar transfers into L2 (a sector, a byte mask, a read request)",
                                               m[0], "1/s", f"measured: {m[1]}")
-        from .models.combining import calibrate
+        from ..models.combining import calibrate
 
         if (combining := calibrate(data)):
             extra["store_combining"] = combining
