@@ -28,7 +28,7 @@ import pandas as pd
 import perfmodel.models as models
 from perfmodel.devices import device
 from perfmodel.report import written
-from perfmodel.report.studies import _matmul_barriers
+from perfmodel.report.matmul import _matmul_barriers
 from perfmodel.sass import functions
 from perfmodel.suite.registry import get
 

@@ -7,7 +7,7 @@ import pandas as pd
 from perfmodel.ceilings import ROUND_CHAIN_FMAS
 from perfmodel.devices import device
 from perfmodel.models import predict, round_exposed_s
-from perfmodel.report.studies import _round_costs, _rounds_paired, measured_rounds
+from perfmodel.report.matmul import _round_costs, _rounds_paired, measured_rounds
 
 
 def test_the_prose_quotes_the_rounds_the_figure_draws():
